@@ -1,0 +1,34 @@
+/*
+ * cli.h - shared pieces of the aurora-mcp command line.  The CLI is a thin
+ * client of <aurora/aur_host.h>; it touches nothing else of the core.
+ */
+#ifndef AUR_CLI_H
+#define AUR_CLI_H
+
+#include <aurora/aur_host.h>
+
+enum {
+    EXIT_OK = 0,
+    EXIT_RUNTIME = 1,
+    EXIT_USAGE = 2,
+    EXIT_FAILED = 3,
+    EXIT_UNKNOWN = 4,
+};
+
+/* Print one JSON value as a line on stdout (and flush). */
+void cli_print_json(struct json_object *v);
+
+/* The startup-failure object of interface.md. */
+void cli_print_startup_error(const struct aur_startup_error *e);
+
+/* Create and start a host; prints the error object on failure and
+ * returns the exit code (EXIT_OK on success). */
+int cli_start(const char *dir, struct aur_mcp **out);
+
+/* {"status","content","observe","publish"} of a ToolOutput (transfer). */
+struct json_object *cli_output_json(const struct aur_tool_output *o);
+
+/* serve.c */
+int cli_serve(const char *dir);
+
+#endif

@@ -1,0 +1,309 @@
+/*
+ * main.c - aurora-mcp: argument parsing and the one-shot commands
+ * (check, discover, call, journal, plugin-info).  See interface.md §2.
+ */
+#define _GNU_SOURCE 1
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage:\n"
+    "  aurora-mcp --help | --version\n"
+    "  aurora-mcp check       -c DIR                 validate config and "
+    "plugins; starts nothing\n"
+    "  aurora-mcp discover    -c DIR                 start, freeze, print the "
+    "catalog, shut down\n"
+    "  aurora-mcp call        -c DIR TOOL_ID [ARGS]  call one tool; ARGS a "
+    "JSON object, '-' = stdin\n"
+    "  aurora-mcp serve       -c DIR                 answer JSON lines on "
+    "stdin\n"
+    "  aurora-mcp journal     -c DIR [--after N] [--scope S]\n"
+    "  aurora-mcp plugin-info FILE.so\n"
+    "exit status: 0 ok, 1 startup/runtime failure, 2 usage or config error,\n"
+    "             3 the call failed, 4 the call's effect is unknown\n";
+
+void cli_print_json(struct json_object *v)
+{
+    fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+                                                JSON_C_TO_STRING_NOSLASHESCAPE),
+          stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+}
+
+void cli_print_startup_error(const struct aur_startup_error *e)
+{
+    struct json_object *o = json_object_new_object();
+    struct json_object *err = json_object_new_object();
+    json_object_object_add(err, "code", json_object_new_string(e->code));
+    json_object_object_add(err, "app",
+                           e->app[0] ? json_object_new_string(e->app) : NULL);
+    json_object_object_add(err, "phase", json_object_new_string(e->phase));
+    json_object_object_add(err, "message", json_object_new_string(e->message));
+    json_object_object_add(o, "error", err);
+    cli_print_json(o);
+    json_object_put(o);
+}
+
+static int exit_for(const struct aur_startup_error *e)
+{
+    return strcmp(e->code, "config_invalid") == 0 ? EXIT_USAGE : EXIT_RUNTIME;
+}
+
+int cli_start(const char *dir, struct aur_mcp **out)
+{
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+
+    memset(&serr, 0, sizeof serr);
+    if (aur_mcp_create(dir, NULL, &h, &serr, &err) != AUR_OK) {
+        cli_print_startup_error(&serr);
+        return exit_for(&serr);
+    }
+    if (aur_mcp_start(h, &serr, &err) != AUR_OK) {
+        cli_print_startup_error(&serr);
+        aur_mcp_destroy(h);
+        return exit_for(&serr);
+    }
+    *out = h;
+    return EXIT_OK;
+}
+
+struct json_object *cli_output_json(const struct aur_tool_output *o)
+{
+    struct json_object *j = json_object_new_object(), *v;
+    json_object_object_add(j, "status",
+                           json_object_new_string(aur_call_status_word(o->status)));
+    json_object_object_add(j, "content", json_object_new_string(o->content));
+    if (o->scopes) {
+        if (json_object_object_get_ex(o->scopes, "observe", &v))
+            json_object_object_add(j, "observe", json_object_get(v));
+        if (json_object_object_get_ex(o->scopes, "publish", &v))
+            json_object_object_add(j, "publish", json_object_get(v));
+    }
+    return j;
+}
+
+static int cmd_check(const char *dir)
+{
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    struct json_object *o;
+
+    memset(&serr, 0, sizeof serr);
+    if (aur_mcp_create(dir, NULL, &h, &serr, &err) != AUR_OK) {
+        cli_print_startup_error(&serr);
+        return EXIT_USAGE;
+    }
+    o = aur_mcp_status_json(h, 0);
+    json_object_object_add(o, "ok", json_object_new_boolean(1));
+    cli_print_json(o);
+    json_object_put(o);
+    aur_mcp_destroy(h);
+    return EXIT_OK;
+}
+
+static int cmd_discover(const char *dir)
+{
+    struct aur_mcp *h = NULL;
+    struct json_object *o;
+    int rc = cli_start(dir, &h);
+    if (rc != EXIT_OK)
+        return rc;
+    o = aur_mcp_status_json(h, 1);
+    aur_mcp_shutdown(h);
+    cli_print_json(o);
+    json_object_put(o);
+    aur_mcp_destroy(h);
+    return EXIT_OK;
+}
+
+/* All of stdin, bounded (tool arguments are not meant to be huge). */
+static char *read_stdin(size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, stdin);
+        n += got;
+        if (got == 0)
+            break;
+        if (n == cap) {
+            char *g = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+            if (!g) {
+                free(buf);
+                return NULL;
+            }
+            buf = g;
+            cap *= 2;
+        }
+    }
+    *len = n;
+    return buf;
+}
+
+static int cmd_call(const char *dir, const char *tool, const char *args_text)
+{
+    struct json_object *args = NULL, *o;
+    struct aur_tool_output out;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    char *owned = NULL;
+    size_t len;
+    int rc;
+
+    if (args_text && strcmp(args_text, "-") == 0) {
+        owned = read_stdin(&len);
+        if (!owned) {
+            fprintf(stderr, "aurora-mcp: cannot read arguments from stdin\n");
+            return EXIT_USAGE;
+        }
+        args_text = owned;
+    } else if (args_text) {
+        len = strlen(args_text);
+    }
+    if (args_text) {
+        if (aur_json_parse(args_text, len, &args, &err) != AUR_OK ||
+            !json_object_is_type(args, json_type_object)) {
+            fprintf(stderr, "aurora-mcp: ARGS must be a JSON object%s%s\n",
+                    args ? "" : ": ", args ? "" : err.msg);
+            json_object_put(args);
+            free(owned);
+            return EXIT_USAGE;
+        }
+    }
+    free(owned);
+    rc = cli_start(dir, &h);
+    if (rc != EXIT_OK) {
+        json_object_put(args);
+        return rc;
+    }
+    aur_mcp_call(h, tool, args, -1, &out);
+    json_object_put(args);
+    aur_mcp_shutdown(h);
+    o = cli_output_json(&out);
+    cli_print_json(o);
+    json_object_put(o);
+    rc = out.status == AUR_CALL_SUCCEEDED ? EXIT_OK
+         : out.status == AUR_CALL_FAILED  ? EXIT_FAILED
+                                          : EXIT_UNKNOWN;
+    aur_tool_output_clear(&out);
+    aur_mcp_destroy(h);
+    return rc;
+}
+
+static void emit_line(void *ud, const char *line)
+{
+    (void)ud;
+    fputs(line, stdout);
+    fputc('\n', stdout);
+}
+
+static int cmd_journal(const char *dir, long long after, const char *scope)
+{
+    struct aur_error err;
+    if (aur_journal_dump(dir, after, scope, emit_line, NULL, &err) != AUR_OK) {
+        fprintf(stderr, "aurora-mcp: journal: %s\n", err.msg);
+        return err.code == AUR_E_CONFIG ? EXIT_USAGE : EXIT_RUNTIME;
+    }
+    fflush(stdout);
+    return EXIT_OK;
+}
+
+static int cmd_plugin_info(const char *path)
+{
+    struct aur_error err;
+    struct json_object *o = aur_plugin_info(path, &err);
+    if (!o) {
+        struct json_object *e = json_object_new_object();
+        struct json_object *in = json_object_new_object();
+        json_object_object_add(in, "code", json_object_new_string("plugin_invalid"));
+        json_object_object_add(in, "message", json_object_new_string(err.msg));
+        json_object_object_add(e, "error", in);
+        cli_print_json(e);
+        json_object_put(e);
+        return EXIT_USAGE;
+    }
+    cli_print_json(o);
+    json_object_put(o);
+    return EXIT_OK;
+}
+
+static int bad_usage(const char *why)
+{
+    fprintf(stderr, "aurora-mcp: %s\n%s", why, usage);
+    return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"config", required_argument, NULL, 'c'},
+        {"after", required_argument, NULL, 'a'},
+        {"scope", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dir = NULL, *scope = NULL, *cmd;
+    long long after = 0;
+    char *end;
+    int c;
+
+    /* Options may follow the command: "+" is not used on purpose. */
+    while ((c = getopt_long(argc, argv, "hVc:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            fputs(usage, stdout);
+            return EXIT_OK;
+        case 'V':
+            printf("aurora-mcp %s (plugin ABI %d.%d)\n", AUR_VERSION_STRING,
+                   AUR_ABI_MAJOR, AUR_ABI_MINOR);
+            return EXIT_OK;
+        case 'c':
+            dir = optarg;
+            break;
+        case 'a':
+            errno = 0;
+            after = strtoll(optarg, &end, 10);
+            if (errno || *end || after < 0)
+                return bad_usage("--after takes a non-negative integer");
+            break;
+        case 's':
+            scope = optarg;
+            break;
+        default:
+            return bad_usage("unknown option");
+        }
+    }
+    if (optind >= argc)
+        return bad_usage("missing command");
+    cmd = argv[optind++];
+    if (strcmp(cmd, "plugin-info") == 0) {
+        if (argc - optind != 1)
+            return bad_usage("plugin-info takes one FILE.so");
+        return cmd_plugin_info(argv[optind]);
+    }
+    if (!dir)
+        return bad_usage("missing -c DIR");
+    if (strcmp(cmd, "check") == 0 && optind == argc)
+        return cmd_check(dir);
+    if (strcmp(cmd, "discover") == 0 && optind == argc)
+        return cmd_discover(dir);
+    if (strcmp(cmd, "serve") == 0 && optind == argc)
+        return cli_serve(dir);
+    if (strcmp(cmd, "journal") == 0 && optind == argc)
+        return cmd_journal(dir, after, scope);
+    if (strcmp(cmd, "call") == 0 && (argc - optind == 1 || argc - optind == 2))
+        return cmd_call(dir, argv[optind],
+                        argc - optind == 2 ? argv[optind + 1] : NULL);
+    return bad_usage("bad command or arguments");
+}

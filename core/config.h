@@ -1,0 +1,133 @@
+/*
+ * config.h - the frozen configuration of one config directory
+ * (host.ini, apps.d/NAME.ini, agents.ini).  Private to the core.
+ *
+ * Ownership: aur__config_load allocates the whole tree; aur__config_free
+ * releases it.  After load nothing mutates it, so any thread may read it.
+ */
+#ifndef AUR_CONFIG_H
+#define AUR_CONFIG_H
+
+#include "aur_setup.h"
+
+/* One key = value line of an ini section. */
+struct aur__kv {
+    char *key;
+    char *value; /* trimmed */
+    int line;
+};
+
+/* A frozen ini section: the opaque struct aur_cfg of the ABI. */
+struct aur_cfg {
+    char *file;    /* path as shown in errors */
+    char *section; /* section name without brackets */
+    struct aur__kv *kv;
+    size_t n;
+};
+
+enum aur__transport { AUR__T_STDIO = 0, AUR__T_HTTP = 1 };
+enum aur__event_mode {
+    AUR__EV_DISABLED = 0,
+    AUR__EV_WORLD = 1,
+    AUR__EV_LEGACY = 2,
+};
+
+struct aur__app_cfg {
+    char *file; /* the ini file, as shown in errors */
+    char *package;
+    bool enabled;
+    enum aur__transport transport;
+    double timeout_s;
+    int64_t timeout_ms; /* ceil(timeout_s * 1000), >= 1 */
+    enum aur__event_mode event_mode;
+    /* stdio */
+    char *command;
+    char **args; /* nargs, order kept */
+    size_t nargs;
+    char *working_dir_abs; /* realpath inside the config dir */
+    char **env;            /* whitelisted names, unique */
+    size_t nenv;
+    /* http */
+    char *url;
+    char *auth_env; /* NULL = none */
+    char *ca_file_abs;
+    /*
+     * The section handed to the transport's open(): the [stdio] or [http]
+     * keys as written plus "package", "timeout_ms" and (stdio)
+     * "working_dir" replaced by working_dir_abs (ca_file likewise).
+     */
+    struct aur_cfg endpoint;
+};
+
+struct aur__agent_cfg {
+    char *id; /* from [agent <id>] */
+    char **tools;
+    int *tool_lines;
+    size_t ntools;
+};
+
+struct aur__config {
+    char *dir; /* realpath of the config directory */
+    char *host_file;
+    /* [host] */
+    char **plugins; /* deployed plugin set, in order */
+    size_t nplugins;
+    char *plugin_dir; /* NULL = build/install default */
+    char *journal;    /* absolute path */
+    char *log_file;   /* absolute path or NULL */
+    int log_level;    /* enum aur_log_level */
+    /* [mcp] */
+    bool mcp_enabled;
+    int start_concurrency; /* Apps started at once, default 16 */
+    int64_t max_message_bytes; /* default 16 MiB */
+    int max_pages;             /* default 1024 */
+    int max_tools;             /* default 10000 */
+    int max_relist;            /* re-pagings after a change, default 3 */
+    /* per-plugin sections of host.ini, e.g. [transport-stdio] */
+    struct aur_cfg *plugin_sections;
+    size_t nplugin_sections;
+    /* apps.d, in config order (file names in byte order) */
+    struct aur__app_cfg *apps;
+    size_t napps;
+    /* agents.ini, may be empty */
+    struct aur__agent_cfg *agents;
+    size_t nagents;
+    char *agents_file; /* NULL when absent */
+};
+
+/* Where a config error points.  Filled on AUR_E_CONFIG. */
+struct aur__config_diag {
+    char file[512];
+    int line; /* 0 = the whole file */
+    char key[64];
+};
+
+/*
+ * Load and validate dir.  On failure returns AUR_E_CONFIG (or AUR_E_NOMEM)
+ * with err->msg = "<file>:<line>: <key>: <what>" and *diag (optional)
+ * filled; nothing is allocated then.  All checks of aurora-semantics §3 that
+ * need no running App are done here, including working_dir resolution.
+ */
+int aur__config_load(const char *dir, struct aur__config **out,
+                     struct aur__config_diag *diag, struct aur_error *err);
+void aur__config_free(struct aur__config *cfg);
+
+/* The section of host.ini named name, or an empty static section. */
+const struct aur_cfg *aur__config_plugin_section(const struct aur__config *c,
+                                                 const char *name);
+
+/* aur_cfg accessors (the host vtable's cfg_* entries). */
+const char *aur__cfg_str(const struct aur_cfg *cfg, const char *key,
+                         const char *dflt);
+size_t aur__cfg_count(const struct aur_cfg *cfg, const char *key);
+const char *aur__cfg_str_at(const struct aur_cfg *cfg, const char *key,
+                            size_t i);
+int aur__cfg_int(const struct aur_cfg *cfg, const char *key, int64_t dflt,
+                 int64_t *out, struct aur_error *err);
+int aur__cfg_bool(const struct aur_cfg *cfg, const char *key, int dflt,
+                  int *out, struct aur_error *err);
+
+const char *aur__transport_word(enum aur__transport t);
+const char *aur__event_mode_word(enum aur__event_mode m);
+
+#endif

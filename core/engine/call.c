@@ -1,0 +1,413 @@
+/*
+ * call.c - one tool call and its three-state outcome
+ * (aurora-semantics §7).
+ *
+ * succeeded = the executor confirmed success; failed = explicitly rejected
+ * or provably without effect; unknown = the request may have reached the
+ * server and its effect cannot be known.  Nothing here ever turns unknown
+ * into failed, and nothing is retried.
+ */
+#include "aur_setup.h"
+
+#include "clock.h"
+#include "engine.h"
+#include "jsonx.h"
+#include "log.h"
+
+#include <json-c/json.h>
+
+static void set_out(struct aur_tool_output *out, enum aur_call_status s,
+                    const char *fmt, ...) AUR_PRINTF(3, 4);
+static void set_out(struct aur_tool_output *out, enum aur_call_status s,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    char *text = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    free(out->content);
+    out->status = s;
+    out->content = text && !aur__is_blank(text) ? text : NULL;
+    if (!out->content) {
+        free(text);
+        out->content = strdup(s == AUR_CALL_SUCCEEDED ? "ok" : "no detail");
+    }
+}
+
+/* Take ownership of text as the content. */
+static void set_out_take(struct aur_tool_output *out, enum aur_call_status s,
+                         char *text)
+{
+    free(out->content);
+    out->status = s;
+    out->content = text;
+}
+
+static int resolve_scopes(struct aur__tool *t, struct json_object *args,
+                          struct json_object **scopes, struct aur_error *err)
+{
+    struct aur__app *app = t->app;
+    struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
+    struct json_object *s = NULL;
+
+    if (json_object_deep_copy(t->scopes, &s, NULL) != 0)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    for (size_t i = 0; i < app->next; i++) {
+        struct aur__ext_session *x = &app->ext[i];
+        int rc;
+        if (!x->active || !AUR_HAS(&x->p->ops.e, resolve_scope))
+            continue;
+        aur_error_clear(err);
+        rc = x->p->ops.e.resolve_scope(x->p->state, x->session, &ref, args, s,
+                                       err);
+        if (rc != AUR_OK) {
+            json_object_put(s);
+            if (rc == AUR_DECLINE || !err->msg[0])
+                return aur_fail(err, AUR_E_SCOPE, 0, "%s",
+                                err->msg[0] ? err->msg : "declined");
+            return rc;
+        }
+    }
+    *scopes = s;
+    return AUR_OK;
+}
+
+/* §7.4 error text: the non-empty text blocks, else structuredContent,
+ * else a fixed text. */
+static char *error_text(struct json_object *content, struct json_object *sc)
+{
+    size_t n = json_object_array_length(content), len = 0;
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, &len);
+    bool first = true;
+    for (size_t i = 0; f && i < n; i++) {
+        struct json_object *b = json_object_array_get_idx(content, i), *ty, *tx;
+        if (json_object_object_get_ex(b, "type", &ty) &&
+            strcmp(json_object_get_string(ty), "text") == 0 &&
+            json_object_object_get_ex(b, "text", &tx) &&
+            json_object_get_string_len(tx) > 0) {
+            if (!first)
+                fputc('\n', f);
+            fwrite(json_object_get_string(tx), 1,
+                   (size_t)json_object_get_string_len(tx), f);
+            first = false;
+        }
+    }
+    if (f)
+        fclose(f);
+    if (buf && !aur__is_blank(buf))
+        return buf;
+    free(buf);
+    if (sc) {
+        char *canon = NULL;
+        if (aur__json_canonical(sc, &canon, NULL, NULL) == AUR_OK)
+            return canon;
+    }
+    return strdup("MCP server returned isError");
+}
+
+/* The non-text block types, distinct and sorted, joined by ", ". */
+static char *unsupported_types(struct json_object *content)
+{
+    const char *types[64];
+    size_t nt = 0, n = json_object_array_length(content);
+    for (size_t i = 0; i < n && nt < AUR__ARRAY_LEN(types); i++) {
+        struct json_object *ty;
+        const char *s;
+        bool dup = false;
+        json_object_object_get_ex(json_object_array_get_idx(content, i), "type",
+                                  &ty);
+        s = json_object_get_string(ty);
+        if (strcmp(s, "text") == 0)
+            continue;
+        for (size_t k = 0; k < nt; k++)
+            dup |= strcmp(types[k], s) == 0;
+        if (!dup)
+            types[nt++] = s;
+    }
+    if (!nt)
+        return NULL;
+    for (size_t i = 1; i < nt; i++)
+        for (size_t k = i; k > 0 && strcmp(types[k - 1], types[k]) > 0; k--) {
+            const char *x = types[k];
+            types[k] = types[k - 1];
+            types[k - 1] = x;
+        }
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return strdup("?");
+    for (size_t i = 0; i < nt; i++)
+        fprintf(f, "%s%.64s", i ? ", " : "", types[i]);
+    fclose(f);
+    return buf;
+}
+
+static char *success_text(struct json_object *content)
+{
+    size_t n = json_object_array_length(content), len = 0;
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, &len);
+    bool first = true;
+    for (size_t i = 0; f && i < n; i++) {
+        struct json_object *tx;
+        json_object_object_get_ex(json_object_array_get_idx(content, i), "text",
+                                  &tx);
+        if (aur__is_blank(json_object_get_string(tx)))
+            continue;
+        if (!first)
+            fputc('\n', f);
+        fwrite(json_object_get_string(tx), 1,
+               (size_t)json_object_get_string_len(tx), f);
+        first = false;
+    }
+    if (f)
+        fclose(f);
+    if (buf && *buf)
+        return buf;
+    free(buf);
+    return strdup("MCP tool completed but returned no text content");
+}
+
+/* The shape checks of a CallToolResult; a result that fails them cannot
+ * confirm anything. */
+static const char *shape_problem(struct json_object *res,
+                                 struct json_object **content, bool *is_error)
+{
+    struct json_object *v;
+    *is_error = false;
+    if (!json_object_object_get_ex(res, "content", content) ||
+        !json_object_is_type(*content, json_type_array))
+        return "result has no content array";
+    size_t n = json_object_array_length(*content);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *b = json_object_array_get_idx(*content, i), *ty, *tx;
+        if (!json_object_is_type(b, json_type_object) ||
+            !json_object_object_get_ex(b, "type", &ty) ||
+            !json_object_is_type(ty, json_type_string))
+            return "a content block has no type";
+        if (strcmp(json_object_get_string(ty), "text") == 0 &&
+            (!json_object_object_get_ex(b, "text", &tx) ||
+             !json_object_is_type(tx, json_type_string)))
+            return "a text block has no text";
+    }
+    if (json_object_object_get_ex(res, "isError", &v)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            return "isError is not a boolean";
+        *is_error = json_object_get_boolean(v);
+    }
+    return NULL;
+}
+
+static void map_result(struct aur__tool *t, struct json_object *res,
+                       struct aur_tool_output *out)
+{
+    struct aur__app *app = t->app;
+    struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
+    struct json_object *content = NULL, *sc = NULL, *rt;
+    enum aur_outcome ext_out = AUR_OUTCOME_UNSET;
+    char ext_msg[AUR_ERR_MSG_SIZE] = "";
+    const char *problem;
+    bool is_error;
+
+    if (json_object_object_get_ex(res, "resultType", &rt)) {
+        const char *s = json_object_get_string(rt);
+        if (!json_object_is_type(rt, json_type_string)) {
+            set_out(out, AUR_CALL_UNKNOWN, "MCP call result cannot be "
+                    "confirmed: resultType is not a string");
+            return;
+        }
+        if (strcmp(s, "input_required") == 0) {
+            set_out(out, AUR_CALL_UNKNOWN, "MCP tool requested input_required; "
+                    "the effect of this call cannot be confirmed");
+            return;
+        }
+        if (strcmp(s, "complete") != 0) {
+            set_out(out, AUR_CALL_UNKNOWN, "MCP tool returned a result of an "
+                    "extension that is not enabled; the effect cannot be "
+                    "confirmed");
+            return;
+        }
+    }
+    problem = shape_problem(res, &content, &is_error);
+    if (problem) {
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP call result cannot be confirmed: %s", problem);
+        return;
+    }
+    json_object_object_get_ex(res, "structuredContent", &sc);
+
+    for (size_t i = 0; i < app->next; i++) {
+        struct aur__ext_session *x = &app->ext[i];
+        enum aur_outcome o = AUR_OUTCOME_UNSET;
+        struct aur_error err;
+        if (!x->active || !AUR_HAS(&x->p->ops.e, classify))
+            continue;
+        aur_error_clear(&err);
+        if (x->p->ops.e.classify(x->p->state, x->session, &ref, res, &o, &err) <
+            0)
+            o = AUR_OUTCOME_UNKNOWN; /* a broken hook cannot vouch */
+        if (o > ext_out) {
+            ext_out = o;
+            snprintf(ext_msg, sizeof ext_msg, "%s", err.msg);
+        }
+    }
+    /* Without an extension that vouches, isError says nothing about side
+     * effects: unknown (§0.10).  A vouching extension proposes failed;
+     * nobody can propose below the core's view otherwise. */
+    enum aur_outcome base = AUR_OUTCOME_SUCCEEDED;
+    if (is_error)
+        base = ext_out >= AUR_OUTCOME_FAILED ? ext_out : AUR_OUTCOME_UNKNOWN;
+    else if (ext_out > base)
+        base = ext_out;
+
+    if (base == AUR_OUTCOME_UNKNOWN || base == AUR_OUTCOME_FAILED) {
+        enum aur_call_status s =
+            base == AUR_OUTCOME_UNKNOWN ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED;
+        if (ext_msg[0] && ext_out == base)
+            set_out(out, s, "%s", ext_msg);
+        else
+            set_out_take(out, s, error_text(content, sc));
+        return;
+    }
+    char *types = unsupported_types(content);
+    if (types) {
+        set_out(out, AUR_CALL_FAILED, "MCP tool returned content types the "
+                "transcript does not support: %s", types);
+        free(types);
+        return;
+    }
+    if (sc) {
+        char *canon = NULL;
+        struct aur_error err;
+        if (aur__json_canonical(sc, &canon, NULL, &err) != AUR_OK) {
+            set_out(out, AUR_CALL_FAILED,
+                    "MCP structuredContent cannot be serialised: %s", err.msg);
+            return;
+        }
+        set_out_take(out, AUR_CALL_SUCCEEDED, canon);
+        return;
+    }
+    set_out_take(out, AUR_CALL_SUCCEEDED, success_text(content));
+}
+
+static void map_rpc_error(struct json_object *reply,
+                          struct aur_tool_output *out)
+{
+    struct json_object *e = NULL, *c = NULL, *m = NULL;
+    char msg[200] = "";
+    int code;
+    json_object_object_get_ex(reply, "error", &e);
+    json_object_object_get_ex(e, "code", &c);
+    json_object_object_get_ex(e, "message", &m);
+    code = json_object_is_type(c, json_type_int) ? json_object_get_int(c) : 0;
+    if (json_object_is_type(m, json_type_string))
+        snprintf(msg, sizeof msg, "%s", json_object_get_string(m));
+    if (code == -32602 || code == -32601)
+        set_out(out, AUR_CALL_FAILED,
+                "MCP server explicitly rejected the call: %d %s", code, msg);
+    else
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP server error; the effect of the call cannot be "
+                "confirmed: %d %s",
+                code, msg);
+}
+
+static void call_app(struct aur__tool *t, struct json_object *args,
+                     int64_t timeout_ms, struct aur_tool_output *out)
+{
+    struct aur__app *app = t->app;
+    struct json_object *params, *reply = NULL, *res;
+    struct aur__pending *p = NULL;
+    struct aur__rpc *rpc = NULL;
+    struct aur_error err;
+    aur_deadline dl;
+    int rc;
+
+    pthread_mutex_lock(&app->mu);
+    if (app->state == AUR__S_READY && !app->disconnected && !app->closing &&
+        app->rpc) {
+        rpc = app->rpc;
+        app->inflight++;
+    }
+    pthread_mutex_unlock(&app->mu);
+    if (!rpc) {
+        set_out(out, AUR_CALL_FAILED,
+                "MCP App is not connected; the call was not sent");
+        return;
+    }
+    dl = aur__now_ms() + (timeout_ms < 0 ? app->cfg->timeout_ms : timeout_ms);
+    params = json_object_new_object();
+    json_object_object_add(params, "name", json_object_new_string(t->raw_name));
+    json_object_object_add(params, "arguments",
+                           args ? json_object_get(args)
+                                : json_object_new_object());
+    if (app->modern)
+        json_object_object_add(params, "_meta", aur__app_envelope(app));
+    aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
+    rc = aur__rpc_request(rpc, "tools/call", params, NULL, dl, &p, &err);
+    if (rc != AUR_OK) {
+        /* A transport only fails send when no whole message left. */
+        set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);
+        goto out;
+    }
+    rc = aur__rpc_wait(rpc, p, dl, true, &reply, &err);
+    switch (rc) {
+    case AUR_OK:
+        break;
+    case AUR_E_TIMEOUT:
+        aur__rpc_abandon(rpc, p, true);
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP call timed out; its effect is unknown");
+        goto out;
+    case AUR_E_CANCELLED:
+        set_out(out, AUR_CALL_UNKNOWN, "MCP host shut down while the call was "
+                "in flight; its effect is unknown");
+        goto out;
+    default:
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP connection lost; the effect of the call is unknown");
+        goto out;
+    }
+    if (json_object_object_get_ex(reply, "error", NULL))
+        map_rpc_error(reply, out);
+    else if (json_object_object_get_ex(reply, "result", &res) &&
+             json_object_is_type(res, json_type_object))
+        map_result(t, res, out);
+    else
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP call result cannot be confirmed: result is not an object");
+    aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s", t->raw_name,
+             aur_call_status_word(out->status));
+out:
+    json_object_put(reply);
+    pthread_mutex_lock(&app->mu);
+    app->inflight--;
+    pthread_cond_broadcast(&app->cv);
+    pthread_mutex_unlock(&app->mu);
+}
+
+void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
+                    struct json_object *args, int64_t timeout_ms,
+                    struct aur_tool_output *out)
+{
+    struct aur_error err;
+    (void)mcp;
+    if (!t->app) {
+        t->fn(t->ud, args, out);
+        if (!out->content || aur__is_blank(out->content))
+            set_out(out, out->status, "builtin tool returned no content");
+        return;
+    }
+    aur_error_clear(&err);
+    if (resolve_scopes(t, args, &out->scopes, &err) != AUR_OK) {
+        out->scopes = NULL;
+        set_out(out, AUR_CALL_FAILED, "MCP tool scope resolution failed: %s",
+                err.msg);
+        return;
+    }
+    call_app(t, args, timeout_ms, out);
+}

@@ -1,0 +1,328 @@
+/*
+ * discovery.c - phases "catalog/listen" and "tools/list" of one App.
+ *
+ * The change observer is installed before the first tools/list, so a
+ * change that happens while we page is never missed; a change seen while
+ * paging discards what was read and pages again (a bounded number of
+ * times).  A catalog known to be stale is never kept.
+ */
+#include "aur_setup.h"
+
+#include "clock.h"
+#include "engine.h"
+#include "log.h"
+#include "names.h"
+
+#include <json-c/json.h>
+
+#define LISTEN_ID "aur-listen-1"
+
+int aur__app_listen(struct aur__app *app, aur_deadline dl,
+                    struct aur_error *err)
+{
+    struct json_object *tools, *lc, *params, *filter, *v;
+    int rc = AUR_OK;
+
+    if (!app->modern) {
+        /* Legacy servers push notifications/tools/list_changed on the
+         * session unasked; the route is already in place. */
+        return AUR_OK;
+    }
+    /* A server that does not advertise tools.listChanged has promised a
+     * static catalog: there is nothing to subscribe to. */
+    if (!json_object_object_get_ex(app->server_caps, "tools", &tools) ||
+        !json_object_object_get_ex(tools, "listChanged", &lc) ||
+        !json_object_get_boolean(lc) ||
+        !json_object_is_type(lc, json_type_boolean))
+        return AUR_OK;
+
+    snprintf(app->listen_id, sizeof app->listen_id, LISTEN_ID);
+    params = json_object_new_object();
+    filter = json_object_new_object();
+    json_object_object_add(filter, "toolsListChanged",
+                           json_object_new_boolean(1));
+    json_object_object_add(params, "notifications", filter);
+    json_object_object_add(params, "_meta", aur__app_envelope(app));
+    rc = aur__rpc_request_detached(app->rpc, "subscriptions/listen", params,
+                                   app->listen_id, dl, err);
+    if (rc != AUR_OK)
+        return rc;
+    app->listening = true;
+
+    pthread_mutex_lock(&app->mu);
+    while (!app->listen_acked && !app->listen_error && !app->disconnected &&
+           !app->closing) {
+        if (aur__cond_wait_until(&app->cv, &app->mu, dl) == ETIMEDOUT)
+            break;
+    }
+    if (app->listen_acked) {
+        v = NULL;
+        if (!json_object_object_get_ex(app->listen_honoured, "toolsListChanged",
+                                       &v) ||
+            !json_object_is_type(v, json_type_boolean) ||
+            !json_object_get_boolean(v))
+            rc = aur_fail(err, AUR_E_PROTOCOL, 0,
+                          "server did not accept the tools list-changed "
+                          "subscription");
+    } else if (app->listen_error) {
+        rc = aur_fail(err, AUR_E_RPC, app->listen_error,
+                      "subscriptions/listen: JSON-RPC error %d",
+                      app->listen_error);
+    } else if (app->disconnected) {
+        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s",
+                      app->disconnect_detail ? app->disconnect_detail
+                                             : "connection closed");
+    } else if (app->closing) {
+        rc = aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");
+    } else {
+        rc = aur_fail(err, AUR_E_TIMEOUT, 0,
+                      "no subscription acknowledgement before the deadline");
+    }
+    pthread_mutex_unlock(&app->mu);
+    return rc;
+}
+
+void aur__tool_free(struct aur__tool *t)
+{
+    if (!t)
+        return;
+    free(t->id);
+    free(t->raw_name);
+    free(t->description);
+    json_object_put(t->schema);
+    json_object_put(t->scopes);
+    free(t);
+}
+
+static void free_tools(struct aur__app *app)
+{
+    for (size_t i = 0; i < app->ntools; i++)
+        aur__tool_free(app->tools[i]);
+    free(app->tools);
+    app->tools = NULL;
+    app->ntools = 0;
+}
+
+static char *strip_dup(const char *s)
+{
+    const char *e;
+    while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+        s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || (e[-1] >= '\t' && e[-1] <= '\r')))
+        e--;
+    return strndup(s, (size_t)(e - s));
+}
+
+static struct json_object *default_scopes(const char *package)
+{
+    struct json_object *o = json_object_new_object();
+    const char *dirs[] = {"observe", "publish"};
+    for (size_t i = 0; i < 2; i++) {
+        struct json_object *a = json_object_new_array();
+        char *scope = aur__strdup_printf("aurora:mcp:%s", package);
+        json_object_array_add(a, json_object_new_string(scope));
+        free(scope);
+        json_object_object_add(o, dirs[i], a);
+    }
+    return o;
+}
+
+/* aurora-semantics §1.2, §2.1, §6: one tool from a tools/list page. */
+static int bind_tool(struct aur__app *app, struct json_object *tj,
+                     struct aur_error *err)
+{
+    const char *pkg = app->cfg->package;
+    struct json_object *name, *schema, *type, *desc;
+    struct aur__tool *t;
+    const char *raw;
+    int rc;
+
+    if (!json_object_is_type(tj, json_type_object))
+        return aur_fail(err, AUR_E_CATALOG, 0, "a tool is not a JSON object");
+    if (!json_object_object_get_ex(tj, "name", &name) ||
+        !json_object_is_type(name, json_type_string))
+        return aur_fail(err, AUR_E_CATALOG, 0, "a tool has no string name");
+    raw = json_object_get_string(name);
+    if (!aur__valid_raw_name(raw))
+        return aur_fail(err, AUR_E_CATALOG, 0,
+                        "tool name cannot form a valid Aurora tool id: "
+                        "%s/%.80s",
+                        pkg, raw);
+    for (size_t i = 0; i < app->ntools; i++)
+        if (strcmp(app->tools[i]->raw_name, raw) == 0)
+            return aur_fail(err, AUR_E_CATALOG, 0, "duplicate tool name: %s",
+                            raw);
+    if (!json_object_object_get_ex(tj, "inputSchema", &schema) ||
+        !json_object_is_type(schema, json_type_object) ||
+        !json_object_object_get_ex(schema, "type", &type) ||
+        !json_object_is_type(type, json_type_string) ||
+        strcmp(json_object_get_string(type), "object") != 0)
+        return aur_fail(err, AUR_E_CATALOG, 0,
+                        "tool input schema must be an object schema: "
+                        "aur.mcp.%s.%s",
+                        pkg, raw);
+    if ((int)app->ntools >= app->mcp->cfg->max_tools)
+        return aur_fail(err, AUR_E_LIMIT, 0, "too many tools (more than %d)",
+                        app->mcp->cfg->max_tools);
+
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    t->app = app;
+    t->id = aur__strdup_printf("aur.mcp.%s.%s", pkg, raw);
+    t->raw_name = strdup(raw);
+    if (json_object_object_get_ex(tj, "description", &desc) &&
+        json_object_is_type(desc, json_type_string))
+        t->description = strip_dup(json_object_get_string(desc));
+    if (!t->description || !*t->description) {
+        free(t->description);
+        t->description = aur__strdup_printf("MCP tool: %s", raw);
+    }
+    t->schema = json_object_get(schema);
+    t->scopes = default_scopes(pkg);
+
+    struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
+    for (size_t i = 0; i < app->next; i++) {
+        struct aur__ext_session *s = &app->ext[i];
+        if (!s->active || !AUR_HAS(&s->p->ops.e, validate_tool))
+            continue;
+        rc = s->p->ops.e.validate_tool(s->p->state, s->session, &ref, tj,
+                                       t->scopes, err);
+        if (rc < 0) {
+            aur__tool_free(t);
+            return rc;
+        }
+    }
+    struct aur__tool **grown =
+        realloc(app->tools, (app->ntools + 1) * sizeof *grown);
+    if (!grown) {
+        aur__tool_free(t);
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
+    app->tools = grown;
+    app->tools[app->ntools++] = t;
+    return AUR_OK;
+}
+
+static int64_t changes_now(struct aur__app *app)
+{
+    int64_t c;
+    pthread_mutex_lock(&app->mu);
+    c = app->changes;
+    pthread_mutex_unlock(&app->mu);
+    return c;
+}
+
+struct cursors {
+    char **v;
+    size_t n;
+};
+
+static bool cursors_seen_add(struct cursors *c, const char *s)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->v[i], s) == 0)
+            return true;
+    char **g = realloc(c->v, (c->n + 1) * sizeof *g);
+    if (g) {
+        c->v = g;
+        c->v[c->n++] = strdup(s);
+    }
+    return false;
+}
+
+static void cursors_free(struct cursors *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i]);
+    free(c->v);
+    c->v = NULL;
+    c->n = 0;
+}
+
+/* One full pass over every page.  *stale = a change arrived meanwhile. */
+static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
+                    struct aur_error *err)
+{
+    struct cursors seen = {0};
+    char *cursor = NULL;
+    int64_t before = changes_now(app);
+    int pages = 0, rc = AUR_OK;
+
+    free_tools(app);
+    for (;;) {
+        struct json_object *params = json_object_new_object(), *res = NULL;
+        struct json_object *tools, *next;
+
+        if (++pages > app->mcp->cfg->max_pages) {
+            rc = aur_fail(err, AUR_E_LIMIT, 0, "too many tools/list pages "
+                          "(more than %d)", app->mcp->cfg->max_pages);
+            break;
+        }
+        if (cursor)
+            json_object_object_add(params, "cursor",
+                                   json_object_new_string(cursor));
+        rc = aur__app_call(app, "tools/list", params, NULL, dl, &res, err);
+        if (rc != AUR_OK) {
+            json_object_put(res);
+            break;
+        }
+        if (!json_object_object_get_ex(res, "tools", &tools) ||
+            !json_object_is_type(tools, json_type_array)) {
+            json_object_put(res);
+            rc = aur_fail(err, AUR_E_PROTOCOL, 0,
+                          "tools/list result has no tools array");
+            break;
+        }
+        size_t n = json_object_array_length(tools);
+        for (size_t i = 0; i < n && rc == AUR_OK; i++)
+            rc = bind_tool(app, json_object_array_get_idx(tools, i), err);
+        free(cursor);
+        cursor = NULL;
+        if (rc == AUR_OK && json_object_object_get_ex(res, "nextCursor", &next) &&
+            next) {
+            if (!json_object_is_type(next, json_type_string)) {
+                rc = aur_fail(err, AUR_E_PROTOCOL, 0,
+                              "tools/list nextCursor is not a string");
+            } else if (cursors_seen_add(&seen, json_object_get_string(next))) {
+                rc = aur_fail(err, AUR_E_PROTOCOL, 0,
+                              "tools/list returned a repeated cursor");
+            } else {
+                cursor = strdup(json_object_get_string(next));
+            }
+        }
+        json_object_put(res);
+        aur__log(AUR_LOG_DEBUG, app->tag, "tools/list page %d: %zu tools%s",
+                 pages, n, cursor ? ", more" : "");
+        if (rc != AUR_OK || !cursor)
+            break;
+        if (changes_now(app) != before)
+            break; /* no point reading the rest of a stale catalog */
+    }
+    free(cursor);
+    cursors_free(&seen);
+    *stale = changes_now(app) != before;
+    return rc;
+}
+
+int aur__app_list_tools(struct aur__app *app, aur_deadline dl,
+                        struct aur_error *err)
+{
+    int max_relist = app->mcp->cfg->max_relist;
+    for (int attempt = 0; attempt <= max_relist; attempt++) {
+        bool stale = false;
+        int rc = one_pass(app, dl, &stale, err);
+        if (rc != AUR_OK && !stale)
+            return rc;
+        if (!stale)
+            return AUR_OK;
+        aur__log(AUR_LOG_INFO, app->tag,
+                 "tool catalog changed during startup; paging again");
+    }
+    free_tools(app);
+    return aur_fail(err, AUR_E_CHANGED, 0,
+                    "the tool catalog changed during startup %d times; no "
+                    "clean pass",
+                    max_relist + 1);
+}

@@ -1,0 +1,204 @@
+/*
+ * engine.h - the host's private state, shared by the engine's files.
+ *
+ * Lifetime: struct aur_mcp owns the config, the plugins, the Apps and the
+ * frozen registry.  Threads: fields marked (mu) are guarded by the App's
+ * mutex; everything else is written by the owner thread before start
+ * returns and only read afterwards.
+ */
+#ifndef AUR_ENGINE_H
+#define AUR_ENGINE_H
+
+#include "aur_setup.h"
+
+#include <aurora/aur_host.h>
+#include <pthread.h>
+
+#include "config.h"
+#include "loader.h"
+#include "rpc.h"
+
+struct json_object;
+struct aur__journal;
+
+/* Per plugin instance: tags its logs and world writes. */
+struct aur_self {
+    struct aur_mcp *mcp;
+    char tag[80];
+};
+
+enum aur__app_state {
+    AUR__S_DISABLED = 0,
+    AUR__S_STARTING,
+    AUR__S_READY,
+    AUR__S_UNAVAILABLE,
+    AUR__S_CLOSED,
+};
+
+/* One extension's view of one App. */
+struct aur__ext_session {
+    struct aur__plugin *p;
+    void *session;
+    bool active; /* accept_server said AUR_OK */
+};
+
+struct aur__tool {
+    char *id;
+    char *raw_name;
+    char *description;
+    struct json_object *schema;
+    struct json_object *scopes; /* {"observe":[..],"publish":[..]} templates */
+    struct aur__app *app;       /* NULL for a builtin */
+    aur_builtin_fn *fn;
+    void *ud;
+    struct aur_tool_info info; /* the public view */
+};
+
+#define AUR__MAX_EXT 16
+
+struct aur__app {
+    struct aur_mcp *mcp;
+    const struct aur__app_cfg *cfg;
+    size_t index;
+    char tag[192]; /* "app <package>" for logs */
+    struct aur__plugin *transport;
+    struct aur__rpc *rpc;
+    struct aur__ext_session ext[AUR__MAX_EXT];
+    size_t next;
+    struct aur_app_info info; /* for extensions; strings owned here */
+    struct aur_self self;     /* tags the App's logs and world writes */
+
+    /* negotiation (owner/startup thread, read-only after ready) */
+    bool modern;
+    char version[16];
+    struct json_object *server_caps;
+    struct json_object *client_caps; /* extensions we declare */
+    char listen_id[32];
+    bool listening;
+
+    /* tools in discovery order (startup thread, frozen after ready) */
+    struct aur__tool **tools;
+    size_t ntools;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    enum aur__app_state state; /* (mu) */
+    char *last_error;          /* (mu) */
+    bool restart_required;     /* (mu) */
+    int64_t change_seq;        /* (mu) every change/disconnect signal */
+    int64_t changes;           /* (mu) tools list-changed signals */
+    int64_t commit_change_seq; /* (mu) seq of the one catalog.changed */
+    bool disconnected;         /* (mu) */
+    char *disconnect_detail;   /* (mu) */
+    bool listen_acked;         /* (mu) */
+    struct json_object *listen_honoured; /* (mu) */
+    int listen_error;          /* (mu) JSON-RPC code of a listen error */
+    int64_t listed_changes;    /* (mu) changes when the clean pass ended */
+    bool activated;            /* (mu) events and runtime signals flow */
+    bool closing;              /* (mu) late signals are ignored */
+    int inflight;              /* (mu) calls using rpc right now */
+    bool opened;
+
+    /* startup result (its own thread, read after join) */
+    bool began;
+    int start_rc;
+    int fail_order; /* 1 = the first App to fail */
+    char phase[32];
+    char error[512];
+    char t_starting[40], t_done[40]; /* UTC, for lifecycle commits */
+};
+
+struct aur_mcp {
+    struct aur__config *cfg;
+    struct aur_host host; /* the vtable handed to plugins */
+    struct aur__plugin_set plugins;
+    struct aur_self *selves; /* one per plugin */
+    struct aur__plugin **exts; /* extension plugins, in plugins= order */
+    size_t nexts;
+
+    struct aur__app *apps; /* config order */
+    size_t napps;
+
+    struct aur__tool **builtins;
+    size_t nbuiltins;
+    struct aur__tool **registry; /* sorted by id, frozen at start */
+    size_t nregistry;
+
+    struct aur__journal *journal;
+    struct aur_world_writer writer;
+    bool have_writer;
+    char startup_id[33];
+
+    bool started;
+    bool active;
+    bool shut;
+    pthread_mutex_t mu; /* guards the fields below */
+    pthread_cond_t cv;
+    bool cancel;        /* first startup failure cancels the rest */
+    int running;        /* Apps inside their startup transaction */
+    int failures;
+};
+
+/* hostsvc.c: fill mcp->host. */
+void aur__host_vtable_init(struct aur_mcp *mcp);
+/* world write through the configured writer (journal or custom). */
+int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
+                      struct aur_error *err);
+
+/* negotiate.c: connect + negotiate one App (phase connect). */
+int aur__app_connect(struct aur__app *app, aur_deadline dl,
+                     struct aur_error *err);
+/* The _meta envelope for a modern request (new object, transfer). */
+struct json_object *aur__app_envelope(struct aur__app *app);
+/* Send a request and wait for its result.  *result (transfer) is the
+ * "result" member; a JSON-RPC error becomes AUR_E_RPC with its code in
+ * err->detail.  Modern requests get the envelope added to params. */
+int aur__app_call(struct aur__app *app, const char *method,
+                  struct json_object *params, const char *sid,
+                  aur_deadline dl, struct json_object **result,
+                  struct aur_error *err);
+
+/* discovery.c: phases catalog/listen and tools/list for one App. */
+int aur__app_listen(struct aur__app *app, aur_deadline dl,
+                    struct aur_error *err);
+int aur__app_list_tools(struct aur__app *app, aur_deadline dl,
+                        struct aur_error *err);
+void aur__tool_free(struct aur__tool *t);
+
+/* events.c: the rpc handlers of an App. */
+extern const struct aur__rpc_handlers aur__app_handlers_template;
+void aur__app_mark_disconnected(struct aur__app *app, const char *detail);
+
+/* startup.c */
+int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
+                   struct aur_error *err);
+/* grace_ms bounds how long each child may take to leave after stdin
+ * closes, before it is terminated. */
+#define AUR__CLOSE_GRACE_MS 5000
+#define AUR__FAIL_GRACE_MS 1000
+void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms);
+void aur__app_close(struct aur__app *app, int64_t grace_ms);
+void aur__lifecycle_commit(struct aur__app *app, const char *kind,
+                           const char *suffix, const char *summary,
+                           struct json_object *data);
+
+/* registry.c */
+int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err);
+struct aur__tool *aur__registry_find(const struct aur_mcp *mcp,
+                                     const char *id);
+int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err);
+
+/* status.c */
+const char *aur__state_word(enum aur__app_state s);
+
+/* call.c */
+void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
+                    struct json_object *args, int64_t timeout_ms,
+                    struct aur_tool_output *out);
+
+/* Small helpers (util.c). */
+char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);
+void aur__set_str(char **slot, const char *v);
+bool aur__is_blank(const char *s);
+
+#endif

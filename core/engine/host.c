@@ -1,0 +1,378 @@
+/*
+ * host.c - the embedding API (aur_host.h): create, builtins, writer,
+ * start, call, shutdown, destroy.
+ */
+#include "aur_setup.h"
+
+#include "clock.h"
+#include "engine.h"
+#include "journal.h"
+#include "jsonx.h"
+#include "log.h"
+#include "names.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+const char *aur_call_status_word(enum aur_call_status s)
+{
+    switch (s) {
+    case AUR_CALL_SUCCEEDED:
+        return "succeeded";
+    case AUR_CALL_FAILED:
+        return "failed";
+    case AUR_CALL_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
+void aur_tool_output_clear(struct aur_tool_output *out)
+{
+    if (!out)
+        return;
+    free(out->content);
+    json_object_put(out->scopes);
+    memset(out, 0, sizeof *out);
+}
+
+/* The build tree's plugins when this library runs from the build tree,
+ * else the installed ones. */
+static const char *default_plugin_dir(void)
+{
+    Dl_info info;
+    char *real = NULL;
+    const char *dir = AUR_INSTALL_PLUGIN_DIR;
+    if (dladdr((void *)default_plugin_dir, &info) && info.dli_fname &&
+        (real = realpath(info.dli_fname, NULL)) &&
+        strncmp(real, AUR_BUILD_ROOT "/", strlen(AUR_BUILD_ROOT) + 1) == 0)
+        dir = AUR_BUILD_PLUGIN_DIR;
+    free(real);
+    return dir;
+}
+
+static struct aur_self *make_self(void *ud, const char *name)
+{
+    struct aur_mcp *mcp = ud;
+    for (size_t i = 0; i < mcp->cfg->nplugins; i++) {
+        if (strcmp(mcp->cfg->plugins[i], name) == 0) {
+            mcp->selves[i].mcp = mcp;
+            snprintf(mcp->selves[i].tag, sizeof mcp->selves[i].tag, "%s",
+                     name);
+            return &mcp->selves[i];
+        }
+    }
+    return NULL;
+}
+
+static const struct aur_cfg *plugin_section(void *ud, const char *name)
+{
+    struct aur_mcp *mcp = ud;
+    return aur__config_plugin_section(mcp->cfg, name);
+}
+
+static void fill_serr(struct aur_startup_error *serr, const char *code,
+                      const char *phase, const char *msg)
+{
+    if (!serr)
+        return;
+    snprintf(serr->code, sizeof serr->code, "%s", code);
+    serr->app[0] = '\0';
+    snprintf(serr->phase, sizeof serr->phase, "%s", phase);
+    snprintf(serr->message, sizeof serr->message, "%s", msg);
+}
+
+static int setup_apps(struct aur_mcp *mcp, struct aur_error *err)
+{
+    const struct aur__config *cfg = mcp->cfg;
+    mcp->apps = calloc(cfg->napps ? cfg->napps : 1, sizeof *mcp->apps);
+    mcp->exts = calloc(cfg->nplugins ? cfg->nplugins : 1, sizeof *mcp->exts);
+    if (!mcp->apps || !mcp->exts)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    for (size_t i = 0; i < mcp->plugins.n; i++)
+        if (mcp->plugins.v[i].desc.kind == AUR_KIND_EXTENSION)
+            mcp->exts[mcp->nexts++] = &mcp->plugins.v[i];
+    if (mcp->nexts > AUR__MAX_EXT)
+        return aur_fail(err, AUR_E_PLUGIN, 0, "more than %d extensions",
+                        AUR__MAX_EXT);
+    for (size_t i = 0; i < cfg->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        const struct aur__app_cfg *ac = &cfg->apps[i];
+        const char *tname = ac->transport == AUR__T_STDIO ? "transport-stdio"
+                                                          : "transport-http";
+        a->mcp = mcp;
+        a->cfg = ac;
+        a->index = i;
+        pthread_mutex_init(&a->mu, NULL);
+        aur__cond_init(&a->cv);
+        mcp->napps++;
+        snprintf(a->tag, sizeof a->tag, "app %s", ac->package);
+        a->self.mcp = mcp;
+        snprintf(a->self.tag, sizeof a->self.tag, "app %s", ac->package);
+        a->info.struct_size = sizeof a->info;
+        a->info.package = ac->package;
+        a->info.transport = aur__transport_word(ac->transport);
+        a->info.event_mode = aur__event_mode_word(ac->event_mode);
+        a->info.self = &a->self;
+        a->transport = aur__plugins_find(&mcp->plugins, tname);
+        if (!a->transport || a->transport->desc.kind != AUR_KIND_TRANSPORT)
+            return aur_fail(err, AUR_E_PLUGIN, 0,
+                            "%s: transport plugin %s is not loaded", ac->file,
+                            tname);
+    }
+    return AUR_OK;
+}
+
+static void new_startup_id(char out[33])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        uint64_t t = (uint64_t)aur__now_ms() ^ (uint64_t)getpid() << 32;
+        memcpy(b, &t, 8);
+        memcpy(b + 8, &t, 8);
+    }
+    b[6] = (b[6] & 0x0f) | 0x40; /* uuid4 shape, as the original's */
+    b[8] = (b[8] & 0x3f) | 0x80;
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+int aur_mcp_create(const char *config_dir, const char *plugin_dir,
+                   struct aur_mcp **out, struct aur_startup_error *serr,
+                   struct aur_error *err)
+{
+    struct aur_mcp *mcp = calloc(1, sizeof *mcp);
+    struct aur__config_diag diag;
+    struct sigaction sa;
+    int rc;
+
+    if (!mcp)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    pthread_mutex_init(&mcp->mu, NULL);
+    aur__cond_init(&mcp->cv);
+    rc = aur__config_load(config_dir, &mcp->cfg, &diag, err);
+    if (rc != AUR_OK) {
+        fill_serr(serr, "config_invalid", "config", err->msg);
+        goto fail;
+    }
+    rc = aur__log_setup(mcp->cfg->log_level, mcp->cfg->log_file, err);
+    if (rc != AUR_OK) {
+        fill_serr(serr, "config_invalid", "config", err->msg);
+        goto fail;
+    }
+    /* A child that dies under a write must not take the host with it. */
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+    aur__host_vtable_init(mcp);
+    mcp->selves = calloc(mcp->cfg->nplugins ? mcp->cfg->nplugins : 1,
+                         sizeof *mcp->selves);
+    if (!mcp->selves) {
+        rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        goto fail;
+    }
+    if (!plugin_dir)
+        plugin_dir = mcp->cfg->plugin_dir ? mcp->cfg->plugin_dir
+                                          : default_plugin_dir();
+    rc = aur__plugins_load(plugin_dir, mcp->cfg->plugins, mcp->cfg->nplugins,
+                           &mcp->host, make_self, mcp, plugin_section,
+                           &mcp->plugins, err);
+    if (rc == AUR_OK)
+        rc = setup_apps(mcp, err);
+    if (rc != AUR_OK) {
+        fill_serr(serr, "config_invalid", "config", err->msg);
+        goto fail;
+    }
+    new_startup_id(mcp->startup_id);
+    *out = mcp;
+    return AUR_OK;
+fail:
+    aur_mcp_destroy(mcp);
+    return rc;
+}
+
+int aur_mcp_add_builtin(struct aur_mcp *h, const char *id,
+                        const char *description, struct json_object *schema,
+                        aur_builtin_fn *fn, void *ud, struct aur_error *err)
+{
+    struct aur__tool *t, **grown;
+    if (h->started)
+        return aur_fail(err, AUR_E_STATE, 0, "builtins are added before start");
+    if (!id || !aur__valid_builtin_id(id) || !fn)
+        return aur_fail(err, AUR_E_INVAL, 0, "invalid builtin tool id: %s",
+                        id ? id : "(null)");
+    for (size_t i = 0; i < h->nbuiltins; i++)
+        if (strcmp(h->builtins[i]->id, id) == 0)
+            return aur_fail(err, AUR_E_INVAL, 0, "duplicate tool id: %s", id);
+    t = calloc(1, sizeof *t);
+    grown = realloc(h->builtins, (h->nbuiltins + 1) * sizeof *grown);
+    if (!t || !grown) {
+        free(t);
+        if (grown)
+            h->builtins = grown;
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
+    h->builtins = grown;
+    t->id = strdup(id);
+    t->raw_name = strdup(strrchr(id, '.') + 1);
+    t->description = strdup(description && *description ? description : id);
+    t->schema = schema ? json_object_get(schema)
+                       : json_tokener_parse("{\"type\":\"object\"}");
+    t->scopes = json_tokener_parse("{\"observe\":[],\"publish\":[]}");
+    t->fn = fn;
+    t->ud = ud;
+    h->builtins[h->nbuiltins++] = t;
+    return AUR_OK;
+}
+
+int aur_mcp_set_world_writer(struct aur_mcp *h,
+                             const struct aur_world_writer *w,
+                             struct aur_error *err)
+{
+    if (h->started)
+        return aur_fail(err, AUR_E_STATE, 0, "the writer is set before start");
+    if (!w || !w->append)
+        return aur_fail(err, AUR_E_INVAL, 0, "a world writer needs append");
+    h->writer = *w;
+    h->have_writer = true;
+    return AUR_OK;
+}
+
+int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
+                  struct aur_error *err)
+{
+    int rc;
+    if (h->started)
+        return aur_fail(err, AUR_E_STATE, 0, "already started");
+    h->started = true;
+    if (!h->have_writer) {
+        rc = aur__journal_open(h->cfg->journal, &h->journal, err);
+        if (rc != AUR_OK) {
+            fill_serr(serr, "journal_error", "config", err->msg);
+            return rc;
+        }
+    }
+    return aur__start_all(h, serr, err);
+}
+
+int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
+                 struct json_object *arguments, int64_t timeout_ms,
+                 struct aur_tool_output *out)
+{
+    struct aur__tool *t;
+    memset(out, 0, sizeof *out);
+    if (arguments && !json_object_is_type(arguments, json_type_object)) {
+        out->status = AUR_CALL_FAILED;
+        out->content = strdup("tool arguments must be a JSON object");
+        return AUR_E_INVAL;
+    }
+    t = h->active && tool_id ? aur__registry_find(h, tool_id) : NULL;
+    if (!t) {
+        out->status = AUR_CALL_FAILED;
+        out->content = aur__strdup_printf(
+            h->active ? "unknown tool id: %s" : "host is not running: %s",
+            tool_id ? tool_id : "(null)");
+        return AUR_OK;
+    }
+    aur__tool_call(h, t, arguments, timeout_ms, out);
+    return AUR_OK;
+}
+
+void aur_mcp_shutdown(struct aur_mcp *h)
+{
+    if (!h || h->shut)
+        return;
+    h->shut = true;
+    if (h->apps)
+        aur__close_all(h, AUR__CLOSE_GRACE_MS);
+    aur__journal_close(h->journal);
+    h->journal = NULL;
+}
+
+void aur_mcp_destroy(struct aur_mcp *h)
+{
+    if (!h)
+        return;
+    aur_mcp_shutdown(h);
+    aur__plugins_release(&h->plugins);
+    for (size_t i = 0; i < h->napps; i++) {
+        struct aur__app *a = &h->apps[i];
+        for (size_t t = 0; t < a->ntools; t++)
+            aur__tool_free(a->tools[t]);
+        free(a->tools);
+        free(a->last_error);
+        free(a->disconnect_detail);
+        json_object_put(a->server_caps);
+        json_object_put(a->client_caps);
+        json_object_put(a->listen_honoured);
+        pthread_mutex_destroy(&a->mu);
+        pthread_cond_destroy(&a->cv);
+    }
+    for (size_t i = 0; i < h->nbuiltins; i++)
+        aur__tool_free(h->builtins[i]);
+    free(h->builtins);
+    free(h->registry);
+    free(h->apps);
+    free(h->exts);
+    free(h->selves);
+    aur__config_free(h->cfg);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+}
+
+struct dump_ctx {
+    void (*emit)(void *ud, const char *line);
+    void *ud;
+};
+
+static int dump_one(void *ud, struct json_object *commit)
+{
+    struct dump_ctx *d = ud;
+    d->emit(d->ud, json_object_to_json_string_ext(
+                       commit, JSON_C_TO_STRING_PLAIN |
+                                   JSON_C_TO_STRING_NOSLASHESCAPE));
+    return 0;
+}
+
+int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
+                     void (*emit)(void *ud, const char *line), void *ud,
+                     struct aur_error *err)
+{
+    struct aur__config *cfg = NULL;
+    struct aur__journal *j = NULL;
+    struct dump_ctx d = {emit, ud};
+    int rc = aur__config_load(config_dir, &cfg, NULL, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (access(cfg->journal, F_OK) != 0) {
+        aur__config_free(cfg);
+        return AUR_OK; /* no journal yet: no commits */
+    }
+    rc = aur__journal_open(cfg->journal, &j, err);
+    if (rc == AUR_OK)
+        rc = aur__journal_each(j, after, scope, dump_one, &d, err);
+    aur__journal_close(j);
+    aur__config_free(cfg);
+    return rc;
+}
+
+struct json_object *aur_plugin_info(const char *path, struct aur_error *err)
+{
+    struct aur__plugin p;
+    struct json_object *o;
+    if (aur__plugin_open(path, &p, err) != AUR_OK)
+        return NULL;
+    o = aur__plugin_describe(&p);
+    aur__plugin_release(&p);
+    return o;
+}
+
+int aur_json_parse(const char *buf, size_t len, struct json_object **out,
+                   struct aur_error *err)
+{
+    return aur__json_parse(buf, len, 128, out, err);
+}

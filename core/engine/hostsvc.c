@@ -1,0 +1,68 @@
+/*
+ * hostsvc.c - the struct aur_host vtable handed to plugins, and the world
+ * writer behind it (the journal, or the runtime's own).
+ */
+#include "aur_setup.h"
+
+#include "clock.h"
+#include "engine.h"
+#include "journal.h"
+#include "jsonx.h"
+#include "log.h"
+
+#include <stdarg.h>
+
+/* Bound on nesting of every inbound message. */
+#define AUR__JSON_MAX_DEPTH 128
+
+static void host_log(struct aur_self *self, int level, const char *fmt, ...)
+    AUR_PRINTF(3, 4);
+static void host_log(struct aur_self *self, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    aur__vlog(level, self ? self->tag : "plugin", fmt, ap);
+    va_end(ap);
+}
+
+static int host_world_write(struct aur_self *self, const struct aur_commit *c,
+                            struct aur_error *err)
+{
+    if (!self || !self->mcp)
+        return aur_fail(err, AUR_E_STATE, 0, "no world writer");
+    return aur__world_append(self->mcp, c, err);
+}
+
+static int host_json_parse(const char *buf, size_t len,
+                           struct json_object **out, struct aur_error *err)
+{
+    return aur__json_parse(buf, len, AUR__JSON_MAX_DEPTH, out, err);
+}
+
+int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
+                      struct aur_error *err)
+{
+    if (mcp->have_writer)
+        return mcp->writer.append(mcp->writer.ud, c, err);
+    if (!mcp->journal)
+        return aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
+    return aur__journal_append(mcp->journal, c, NULL, NULL, err);
+}
+
+void aur__host_vtable_init(struct aur_mcp *mcp)
+{
+    struct aur_host *h = &mcp->host;
+    memset(h, 0, sizeof *h);
+    h->struct_size = sizeof *h;
+    h->abi_version = AUR_ABI_VERSION;
+    h->log = host_log;
+    h->now_ms = aur__now_ms;
+    h->cfg_str = aur__cfg_str;
+    h->cfg_count = aur__cfg_count;
+    h->cfg_str_at = aur__cfg_str_at;
+    h->cfg_int = aur__cfg_int;
+    h->cfg_bool = aur__cfg_bool;
+    h->world_write = host_world_write;
+    h->json_parse = host_json_parse;
+    h->json_integer_text = aur__json_integer_text;
+}

@@ -1,0 +1,400 @@
+/*
+ * negotiate.c - phase "connect": open the transport, pick the protocol era
+ * (mcp-wire.md §g) and let extensions see the server's capabilities.
+ *
+ * Revision 2026-07-28 is preferred: a server/discover probe with the full
+ * modern envelope.  Anything but a usable modern answer falls back to the
+ * legacy initialize handshake.  No config knob can choose the version.
+ */
+#include "aur_setup.h"
+
+#include "clock.h"
+#include "engine.h"
+#include "log.h"
+
+#include <json-c/json.h>
+
+#define MODERN_VERSION "2026-07-28"
+#define LEGACY_OFFER "2025-11-25"
+/* A silent stdio server costs this much of the App's deadline at most
+ * before we treat it as legacy (mcp-wire.md §g suggests 5-10 s). */
+#define PROBE_MAX_MS 10000
+
+static const char *const legacy_versions[] = {
+    "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", NULL};
+
+static bool is_legacy_version(const char *v)
+{
+    for (size_t i = 0; legacy_versions[i]; i++)
+        if (strcmp(v, legacy_versions[i]) == 0)
+            return true;
+    return false;
+}
+
+static struct json_object *client_info(void)
+{
+    struct json_object *o = json_object_new_object();
+    json_object_object_add(o, "name", json_object_new_string("aurora-mcp"));
+    json_object_object_add(o, "version",
+                           json_object_new_string(AUR_VERSION_STRING));
+    return o;
+}
+
+struct json_object *aur__app_envelope(struct aur__app *app)
+{
+    struct json_object *m = json_object_new_object();
+    json_object_object_add(
+        m, "io.modelcontextprotocol/protocolVersion",
+        json_object_new_string(app->modern ? app->version : MODERN_VERSION));
+    json_object_object_add(m, "io.modelcontextprotocol/clientCapabilities",
+                           json_object_get(app->client_caps));
+    json_object_object_add(m, "io.modelcontextprotocol/clientInfo",
+                           client_info());
+    return m;
+}
+
+/* A server's error message is data, not ours: keep it printable and
+ * short before it reaches status. */
+static void rpc_error_text(struct json_object *e, int *code, char *buf,
+                           size_t size)
+{
+    struct json_object *c = NULL, *m = NULL;
+    json_object_object_get_ex(e, "code", &c);
+    json_object_object_get_ex(e, "message", &m);
+    *code = json_object_is_type(c, json_type_int) ? json_object_get_int(c) : 0;
+    snprintf(buf, size, "%s",
+             json_object_is_type(m, json_type_string) ? json_object_get_string(m)
+                                                      : "");
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = ' ';
+}
+
+int aur__app_call(struct aur__app *app, const char *method,
+                  struct json_object *params, const char *sid,
+                  aur_deadline dl, struct json_object **result,
+                  struct aur_error *err)
+{
+    struct aur__pending *p;
+    struct json_object *reply = NULL, *v;
+    int rc;
+
+    if (!params)
+        params = json_object_new_object();
+    if (app->modern || (sid && strcmp(method, "server/discover") == 0))
+        json_object_object_add(params, "_meta", aur__app_envelope(app));
+    rc = aur__rpc_request(app->rpc, method, params, sid, dl, &p, err);
+    if (rc != AUR_OK)
+        return rc;
+    rc = aur__rpc_wait(app->rpc, p, dl, false, &reply, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (json_object_object_get_ex(reply, "error", &v)) {
+        char msg[200];
+        int code;
+        rpc_error_text(v, &code, msg, sizeof msg);
+        rc = aur_fail(err, AUR_E_RPC, code, "%s: JSON-RPC error %d: %s", method,
+                      code, msg);
+        /* Keep the error object for callers that classify it. */
+        *result = json_object_get(v);
+        json_object_put(reply);
+        return rc;
+    }
+    json_object_object_get_ex(reply, "result", &v);
+    if (!json_object_is_type(v, json_type_object)) {
+        json_object_put(reply);
+        return aur_fail(err, AUR_E_PROTOCOL, 0, "%s: result is not an object",
+                        method);
+    }
+    if (app->modern) {
+        struct json_object *rt;
+        /* Absent = complete (mcp-wire.md §b); anything else is not a
+         * result these methods may have. */
+        if (json_object_object_get_ex(v, "resultType", &rt) &&
+            (!json_object_is_type(rt, json_type_string) ||
+             strcmp(json_object_get_string(rt), "complete") != 0)) {
+            json_object_put(reply);
+            return aur_fail(err, AUR_E_PROTOCOL, 0,
+                            "%s: unexpected resultType", method);
+        }
+    }
+    *result = json_object_get(v);
+    json_object_put(reply);
+    return AUR_OK;
+}
+
+enum verdict { V_MODERN, V_LEGACY_ALIVE, V_LEGACY_DEAD, V_RETRY, V_FAIL };
+
+static bool list_has(struct json_object *arr, const char *s, bool *other_modern)
+{
+    bool found = false;
+    size_t n = json_object_array_length(arr);
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *e = json_object_array_get_idx(arr, i);
+        const char *v;
+        if (!json_object_is_type(e, json_type_string))
+            continue;
+        v = json_object_get_string(e);
+        if (strcmp(v, s) == 0)
+            found = true;
+        else if (other_modern && !is_legacy_version(v) &&
+                 strcmp(v, "2024-10-07") != 0)
+            *other_modern = true;
+    }
+    return found;
+}
+
+/* mcp-wire.md §g, the common classifier C1-C4. */
+static enum verdict classify_probe(int rc, struct json_object *res,
+                                   const struct aur_error *perr, bool stdio,
+                                   struct aur_error *err)
+{
+    struct json_object *sv, *data, *sup;
+    if (rc == AUR_OK) {
+        if (json_object_object_get_ex(res, "supportedVersions", &sv) &&
+            json_object_is_type(sv, json_type_array) &&
+            list_has(sv, MODERN_VERSION, NULL))
+            return V_MODERN;
+        return V_LEGACY_ALIVE;
+    }
+    if (rc == AUR_E_RPC) {
+        if (perr->detail == -32022 &&
+            json_object_object_get_ex(res, "data", &data) &&
+            json_object_object_get_ex(data, "supported", &sup) &&
+            json_object_is_type(sup, json_type_array) &&
+            json_object_array_length(sup) > 0) {
+            bool other_modern = false;
+            if (list_has(sup, MODERN_VERSION, &other_modern))
+                return V_RETRY;
+            if (other_modern) {
+                aur_fail(err, AUR_E_NEGOTIATION, -32022,
+                         "incompatible modern server: no common protocol "
+                         "version (we speak " MODERN_VERSION ")");
+                return V_FAIL;
+            }
+        }
+        return V_LEGACY_ALIVE;
+    }
+    if ((rc == AUR_E_TIMEOUT || rc == AUR_E_CLOSED) && stdio)
+        return V_LEGACY_DEAD;
+    /* On HTTP silence is an outage, not era evidence. */
+    aur_fail(err, rc, perr->detail, "server/discover probe: %s", perr->msg);
+    return V_FAIL;
+}
+
+static int probe(struct aur__app *app, aur_deadline dl, int attempt,
+                 struct json_object **caps, struct aur_error *err)
+{
+    struct json_object *res = NULL, *c;
+    struct aur_error perr;
+    char sid[32];
+    bool stdio = app->cfg->transport == AUR__T_STDIO;
+    int64_t left = aur_remaining_ms(&app->mcp->host, dl);
+    aur_deadline pdl = dl;
+    enum verdict v;
+    int rc;
+
+    if (stdio)
+        pdl = aur__now_ms() + (left / 2 < PROBE_MAX_MS ? left / 2 : PROBE_MAX_MS);
+    snprintf(sid, sizeof sid, "aur-probe-%d", attempt);
+    rc = aur__app_call(app, "server/discover", NULL, sid, pdl, &res, &perr);
+    v = classify_probe(rc, res, &perr, stdio, err);
+    if (v == V_MODERN) {
+        if (json_object_object_get_ex(res, "capabilities", &c) &&
+            json_object_is_type(c, json_type_object))
+            *caps = json_object_get(c);
+        else
+            *caps = json_object_new_object();
+    }
+    json_object_put(res);
+    aur__log(AUR_LOG_DEBUG, app->tag, "probe %d: %s", attempt,
+             v == V_MODERN          ? "modern"
+             : v == V_LEGACY_ALIVE  ? "legacy (answered)"
+             : v == V_LEGACY_DEAD   ? "legacy (silent or exited)"
+             : v == V_RETRY         ? "retry"
+                                    : "failed");
+    return (int)v;
+}
+
+static int legacy_initialize(struct aur__app *app, aur_deadline dl,
+                             struct json_object **caps, struct aur_error *err)
+{
+    struct json_object *params = json_object_new_object(), *res = NULL, *v;
+    int rc;
+
+    json_object_object_add(params, "protocolVersion",
+                           json_object_new_string(LEGACY_OFFER));
+    json_object_object_add(params, "capabilities",
+                           json_object_get(app->client_caps));
+    json_object_object_add(params, "clientInfo", client_info());
+    rc = aur__app_call(app, "initialize", params, NULL, dl, &res, err);
+    if (rc == AUR_E_RPC) {
+        json_object_put(res);
+        return rc;
+    }
+    if (rc != AUR_OK)
+        return rc;
+    if (!json_object_object_get_ex(res, "protocolVersion", &v) ||
+        !json_object_is_type(v, json_type_string) ||
+        !is_legacy_version(json_object_get_string(v))) {
+        rc = aur_fail(err, AUR_E_NEGOTIATION, 0,
+                      "initialize answered an unsupported protocol version");
+        goto out;
+    }
+    snprintf(app->version, sizeof app->version, "%s", json_object_get_string(v));
+    if (json_object_object_get_ex(res, "capabilities", &v) &&
+        json_object_is_type(v, json_type_object))
+        *caps = json_object_get(v);
+    else
+        *caps = json_object_new_object();
+    rc = aur__rpc_notify(app->rpc, "notifications/initialized", NULL, dl, err);
+out:
+    json_object_put(res);
+    return rc;
+}
+
+static int declare_extensions(struct aur__app *app, struct aur_error *err)
+{
+    struct json_object *exts = json_object_new_object();
+    struct aur_mcp *mcp = app->mcp;
+    int rc = AUR_OK;
+
+    for (size_t i = 0; i < mcp->nexts; i++) {
+        struct aur__plugin *p = mcp->exts[i];
+        if (!AUR_HAS(&p->ops.e, declare_caps))
+            continue;
+        rc = p->ops.e.declare_caps(p->state, &app->info, exts, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = AUR_OK;
+    app->client_caps = json_object_new_object();
+    if (json_object_object_length(exts) > 0)
+        json_object_object_add(app->client_caps, "extensions",
+                               json_object_get(exts));
+out:
+    json_object_put(exts);
+    return rc;
+}
+
+static int accept_extensions(struct aur__app *app, struct aur_error *err)
+{
+    struct aur_mcp *mcp = app->mcp;
+    for (size_t i = 0; i < mcp->nexts; i++) {
+        struct aur__plugin *p = mcp->exts[i];
+        struct aur__ext_session *s = &app->ext[app->next++];
+        int rc;
+        s->p = p;
+        if (!AUR_HAS(&p->ops.e, accept_server))
+            continue;
+        rc = p->ops.e.accept_server(p->state, &app->info, app->server_caps,
+                                    &s->session, err);
+        if (rc < 0)
+            return rc;
+        s->active = rc == AUR_OK;
+    }
+    return AUR_OK;
+}
+
+/* §4.3: the event modes are bound to an era. */
+static int check_event_mode(struct aur__app *app, struct aur_error *err)
+{
+    if (app->cfg->event_mode == AUR__EV_LEGACY && app->modern)
+        return aur_fail(err, AUR_E_NEGOTIATION, 0,
+                        "legacy_aurora_event is only allowed with "
+                        "handshake-era servers (negotiated %s)",
+                        app->version);
+    if (app->cfg->event_mode == AUR__EV_WORLD && !app->modern)
+        return aur_fail(err, AUR_E_NEGOTIATION, 0,
+                        "world_events needs revision " MODERN_VERSION
+                        " (negotiated %s)",
+                        app->version);
+    return AUR_OK;
+}
+
+/* A fresh process: what the old one's end said is no longer true. */
+static int reopen(struct aur__app *app, aur_deadline dl, struct aur_error *err)
+{
+    int rc = aur__rpc_reopen(app->rpc, dl, err);
+    if (rc != AUR_OK)
+        return rc;
+    pthread_mutex_lock(&app->mu);
+    app->disconnected = false;
+    aur__set_str(&app->disconnect_detail, NULL);
+    pthread_mutex_unlock(&app->mu);
+    return AUR_OK;
+}
+
+static int negotiate(struct aur__app *app, aur_deadline dl,
+                     struct json_object **caps, struct aur_error *err)
+{
+    int v = probe(app, dl, 1, caps, err);
+    if (v == V_RETRY)
+        v = probe(app, dl, 2, caps, err);
+    if (v == V_RETRY)
+        return aur_fail(err, AUR_E_NEGOTIATION, -32022,
+                        "server rejected " MODERN_VERSION
+                        " twice while listing it as supported");
+    if (v == V_FAIL)
+        return err->code;
+    if (v == V_MODERN) {
+        app->modern = true;
+        snprintf(app->version, sizeof app->version, MODERN_VERSION);
+        return AUR_OK;
+    }
+    if (v == V_LEGACY_DEAD) {
+        /* The probe may have killed or wedged a legacy server: start a
+         * fresh process for the handshake (mcp-wire.md §g step 4). */
+        int rc = reopen(app, dl, err);
+        if (rc != AUR_OK)
+            return rc;
+        return legacy_initialize(app, dl, caps, err);
+    }
+    int rc = legacy_initialize(app, dl, caps, err);
+    if (rc == AUR_E_CLOSED && reopen(app, dl, err) == AUR_OK)
+        rc = legacy_initialize(app, dl, caps, err);
+    return rc;
+}
+
+int aur__app_connect(struct aur__app *app, aur_deadline dl,
+                     struct aur_error *err)
+{
+    struct aur_mcp *mcp = app->mcp;
+    struct aur__rpc_handlers h = aur__app_handlers_template;
+    struct aur__rpc_limits lim = {.max_pending = 4096, .max_queue = 65536};
+    struct json_object *caps = NULL;
+    int rc;
+
+    h.ud = app;
+    rc = declare_extensions(app, err);
+    if (rc != AUR_OK)
+        return rc;
+    struct aur__rpc *rpc;
+    rc = aur__rpc_open(&app->transport->ops.t, app->transport->state,
+                       &app->cfg->endpoint, &h, &lim, app->tag, dl, &rpc, err);
+    if (rc != AUR_OK)
+        return rc;
+    pthread_mutex_lock(&app->mu);
+    app->rpc = rpc;
+    app->opened = true;
+    bool cancelled = app->closing;
+    pthread_mutex_unlock(&app->mu);
+    if (cancelled)
+        return aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");
+    rc = negotiate(app, dl, &caps, err);
+    if (rc != AUR_OK)
+        return rc;
+    app->server_caps = caps;
+    app->info.version = app->version;
+    app->info.modern = app->modern;
+    aur__log(AUR_LOG_INFO, app->tag, "connected over %s, protocol %s",
+             aur__transport_word(app->cfg->transport), app->version);
+    rc = aur__rpc_set_protocol(app->rpc, app->modern, app->version, err);
+    if (rc != AUR_OK)
+        return rc;
+    rc = check_event_mode(app, err);
+    if (rc != AUR_OK)
+        return rc;
+    (void)mcp;
+    return accept_extensions(app, err);
+}

@@ -1,0 +1,133 @@
+/*
+ * rpc.h - JSON-RPC over one transport connection: the single receive path.
+ *
+ * The transport hands every inbound message to the sink.  Responses are
+ * correlated to waiting requests right there, on the transport's thread, so
+ * a call costs no extra thread hop.  Notifications and server-to-client
+ * requests are queued for the connection's dispatch thread, which calls
+ * the owner's handlers one at a time.
+ *
+ * Ids: requests get integers from a per-connection counter that never
+ * repeats; the probe and listen requests use strings the caller picks, so
+ * the two spaces cannot collide (ids are type-sensitive).
+ *
+ * Threads: aur__rpc_request / _notify / _wait may be called from any
+ * thread, concurrently.  aur__rpc_open and aur__rpc_close belong to the
+ * owner.  Handlers run on the dispatch thread.
+ */
+#ifndef AUR_RPC_H
+#define AUR_RPC_H
+
+#include "aur_setup.h"
+
+#include <pthread.h>
+
+struct json_object;
+struct aur__rpc;
+struct aur__pending;
+
+/* What the owner hears about, always on the dispatch thread. */
+struct aur__rpc_handlers {
+    void *ud;
+    /* Optional, on the transport's thread, for each notification before it
+     * is queued, so its effect is ordered with the responses around it on
+     * the wire.  Must be quick and must not send.  false = drop it. */
+    bool (*ordered)(void *ud, const char *method, struct json_object *params);
+    /* A notification (borrowed). */
+    void (*notification)(void *ud, const char *method,
+                         struct json_object *params, struct json_object *msg);
+    /* A server-to-client request (borrowed).  Return a new result object
+     * (transfer) or NULL to answer -32601 method not found. */
+    struct json_object *(*request)(void *ud, const char *method,
+                                   struct json_object *params);
+    /* The response to a detached request (borrowed). */
+    void (*response)(void *ud, struct json_object *msg);
+    /* The connection ended (once).  why NULL = clean EOF. */
+    void (*closed)(void *ud, const struct aur_error *why);
+};
+
+struct aur__rpc_limits {
+    size_t max_pending;      /* outstanding requests at once */
+    size_t max_queue;        /* queued notifications before dropping */
+};
+
+/*
+ * Open the transport (ops from the plugin, state its init state) and start
+ * the dispatch thread.  tag names the App in logs.  On failure nothing is
+ * left running.
+ */
+int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
+                  const struct aur_cfg *endpoint,
+                  const struct aur__rpc_handlers *h,
+                  const struct aur__rpc_limits *lim, const char *tag,
+                  aur_deadline dl, struct aur__rpc **out,
+                  struct aur_error *err);
+
+/* Close the transport (bounded by dl), fail every waiter with
+ * AUR_E_CLOSED, stop the dispatch thread and free.  NULL allowed. */
+void aur__rpc_close(struct aur__rpc *r, aur_deadline dl);
+
+/* Restart the transport from scratch (transport reopen hook), failing
+ * current waiters.  AUR_E_STATE if the transport cannot. */
+int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
+                    struct aur_error *err);
+
+/* Tell the transport the negotiated protocol (if it cares). */
+int aur__rpc_set_protocol(struct aur__rpc *r, int modern, const char *version,
+                          struct aur_error *err);
+
+/*
+ * Send a request.  params (transfer, may be NULL) becomes the "params"
+ * member.  sid: a string id, or NULL for the next integer id.  *out is a
+ * handle to wait on; release it with aur__rpc_wait or aur__rpc_abandon.
+ */
+int aur__rpc_request(struct aur__rpc *r, const char *method,
+                     struct json_object *params, const char *sid,
+                     aur_deadline dl, struct aur__pending **out,
+                     struct aur_error *err);
+
+/* Send a long-lived request (subscriptions/listen): nobody waits for it;
+ * its response, if one ever comes, goes to handlers.response on the
+ * dispatch thread.  params (transfer). */
+int aur__rpc_request_detached(struct aur__rpc *r, const char *method,
+                              struct json_object *params, const char *sid,
+                              aur_deadline dl, struct aur_error *err);
+
+/*
+ * Wait for the response to p until dl.  On AUR_OK *reply (transfer) is the
+ * whole response object (result or error member).  AUR_E_TIMEOUT,
+ * AUR_E_CLOSED (connection lost while waiting) or AUR_E_CANCELLED
+ * (aur__rpc_cancel_waiters).  p is released in every case, except on
+ * AUR_E_TIMEOUT when keep_on_timeout is set (then wait again or abandon).
+ */
+int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
+                  aur_deadline dl, bool keep_on_timeout,
+                  struct json_object **reply, struct aur_error *err);
+
+/* Forget p: a late response is dropped.  cancel = also tell the server
+ * (transport cancel hook, else notifications/cancelled). */
+void aur__rpc_abandon(struct aur__rpc *r, struct aur__pending *p,
+                      bool cancel);
+
+/* The id p was sent with (borrowed). */
+struct json_object *aur__rpc_pending_id(struct aur__pending *p);
+
+/* Send a notification; params (transfer, may be NULL). */
+int aur__rpc_notify(struct aur__rpc *r, const char *method,
+                    struct json_object *params, aur_deadline dl,
+                    struct aur_error *err);
+
+/* Wake every waiter with AUR_E_CANCELLED, now and for later waits. */
+void aur__rpc_cancel_waiters(struct aur__rpc *r);
+
+/* True once the transport reported the connection closed. */
+bool aur__rpc_is_closed(struct aur__rpc *r);
+
+/* Counters for status and tests. */
+struct aur__rpc_stats {
+    uint64_t dropped_frames;   /* responses nobody waited for, bad shapes */
+    uint64_t dropped_notifications; /* queue over budget */
+};
+void aur__rpc_get_stats(struct aur__rpc *r, struct aur__rpc_stats *s);
+
+#endif

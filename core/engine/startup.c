@@ -1,0 +1,408 @@
+/*
+ * startup.c - every enabled App's startup transaction, run concurrently,
+ * then freeze, agents and activation; cleanup in reverse config order.
+ *
+ * Each App runs on its own thread under ONE deadline (timeout_seconds) for
+ * connect + negotiate + listen + every page.  The first failure cancels the
+ * others.  Lifecycle commits are written afterwards, per App in config
+ * order, so the journal reads the same whatever the thread timing was.
+ */
+#include "aur_setup.h"
+
+#include "clock.h"
+#include "engine.h"
+#include "log.h"
+
+#include <json-c/json.h>
+
+void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
+                              const char *suffix, const char *summary,
+                              struct json_object *data, const char *when);
+
+void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
+                              const char *suffix, const char *summary,
+                              struct json_object *data, const char *when)
+{
+    struct aur_mcp *mcp = app->mcp;
+    char *id = aur__strdup_printf("mcp:%s:%s:%s", mcp->startup_id,
+                                  app->cfg->package, suffix);
+    char *source = aur__strdup_printf("mcp:%s", app->cfg->package);
+    char *scope = aur__strdup_printf("aurora:mcp:%s", app->cfg->package);
+    const char *scopes[] = {scope};
+    struct aur_commit c = {
+        .struct_size = sizeof c,
+        .commit_id = id,
+        .kind = kind,
+        .source = source,
+        .summary = summary,
+        .occurred_at = when,
+        .scopes = scopes,
+        .n_scopes = 1,
+        .data = data,
+    };
+    struct aur_error err;
+    if (aur__world_append(mcp, &c, &err) != AUR_OK)
+        aur__log(AUR_LOG_ERROR, app->tag, "lifecycle commit %s not written: %s",
+                 kind, err.msg);
+    free(id);
+    free(source);
+    free(scope);
+}
+
+void aur__lifecycle_commit(struct aur__app *app, const char *kind,
+                           const char *suffix, const char *summary,
+                           struct json_object *data)
+{
+    aur__lifecycle_commit_at(app, kind, suffix, summary, data, NULL);
+}
+
+static void cancel_all(struct aur_mcp *mcp)
+{
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        pthread_mutex_lock(&a->mu);
+        a->closing = true;
+        if (a->rpc)
+            aur__rpc_cancel_waiters(a->rpc);
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+    }
+}
+
+static bool set_phase_check(struct aur__app *app, const char *phase,
+                            struct aur_error *err)
+{
+    bool cancelled;
+    snprintf(app->phase, sizeof app->phase, "%s", phase);
+    pthread_mutex_lock(&app->mcp->mu);
+    cancelled = app->mcp->cancel;
+    pthread_mutex_unlock(&app->mcp->mu);
+    if (cancelled)
+        aur_fail(err, AUR_E_CANCELLED, 0, "cancelled: another App failed");
+    return !cancelled;
+}
+
+/* A disconnect seen during startup fails it with its detail. */
+static int check_connected(struct aur__app *app, struct aur_error *err)
+{
+    int rc = AUR_OK;
+    pthread_mutex_lock(&app->mu);
+    if (app->disconnected)
+        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", app->disconnect_detail);
+    pthread_mutex_unlock(&app->mu);
+    return rc;
+}
+
+static int run_app(struct aur__app *app, struct aur_error *err)
+{
+    aur_deadline dl = aur__now_ms() + app->cfg->timeout_ms;
+    int rc;
+
+    if (!set_phase_check(app, "connect", err))
+        return err->code;
+    rc = aur__app_connect(app, dl, err);
+    if (rc == AUR_OK)
+        rc = check_connected(app, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (!set_phase_check(app, "catalog/listen", err))
+        return err->code;
+    rc = aur__app_listen(app, dl, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (!set_phase_check(app, "tools/list", err))
+        return err->code;
+    rc = aur__app_list_tools(app, dl, err);
+    if (rc == AUR_OK)
+        rc = check_connected(app, err);
+    if (rc != AUR_OK)
+        return rc;
+    pthread_mutex_lock(&app->mu);
+    app->listed_changes = app->changes;
+    app->state = AUR__S_READY;
+    pthread_mutex_unlock(&app->mu);
+    aur__log(AUR_LOG_INFO, app->tag, "ready with %zu tools", app->ntools);
+    return AUR_OK;
+}
+
+static void *app_thread(void *arg)
+{
+    struct aur__app *app = arg;
+    struct aur_mcp *mcp = app->mcp;
+    struct aur_error err;
+    int rc;
+
+    /* A bounded number of Apps start at once; the deadline of each
+     * starts when it gets its turn. */
+    pthread_mutex_lock(&mcp->mu);
+    while (mcp->running >= mcp->cfg->start_concurrency && !mcp->cancel)
+        pthread_cond_wait(&mcp->cv, &mcp->mu);
+    bool cancelled = mcp->cancel;
+    if (!cancelled)
+        mcp->running++;
+    pthread_mutex_unlock(&mcp->mu);
+    if (cancelled)
+        return NULL;
+
+    app->began = true;
+    aur__utc_now(app->t_starting, sizeof app->t_starting);
+    pthread_mutex_lock(&app->mu);
+    app->state = AUR__S_STARTING;
+    pthread_mutex_unlock(&app->mu);
+    aur__log(AUR_LOG_INFO, app->tag, "starting (%s)",
+             aur__transport_word(app->cfg->transport));
+    aur_error_clear(&err);
+    rc = run_app(app, &err);
+    aur__utc_now(app->t_done, sizeof app->t_done);
+    app->start_rc = rc;
+
+    pthread_mutex_lock(&mcp->mu);
+    mcp->running--;
+    if (rc != AUR_OK) {
+        app->fail_order = ++mcp->failures;
+        snprintf(app->error, sizeof app->error, "%s", err.msg);
+        mcp->cancel = true;
+    }
+    pthread_cond_broadcast(&mcp->cv);
+    pthread_mutex_unlock(&mcp->mu);
+    if (rc != AUR_OK) {
+        pthread_mutex_lock(&app->mu);
+        app->state = AUR__S_UNAVAILABLE;
+        aur__set_str(&app->last_error, err.msg);
+        pthread_mutex_unlock(&app->mu);
+        aur__log(AUR_LOG_ERROR, app->tag, "startup failed in phase %s (%s)",
+                 app->phase, aur_rc_word(rc));
+        if (app->fail_order == 1)
+            cancel_all(mcp);
+    }
+    return NULL;
+}
+
+static void write_startup_commits(struct aur_mcp *mcp)
+{
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        const char *pkg = a->cfg->package;
+        char *summary;
+        struct json_object *data;
+        if (!a->began)
+            continue;
+        summary = aur__strdup_printf("Connecting MCP App: %s", pkg);
+        data = json_object_new_object();
+        aur__lifecycle_commit_at(a, "mcp.app.starting", "starting", summary,
+                                 data, a->t_starting);
+        free(summary);
+        json_object_put(data);
+        data = json_object_new_object();
+        if (a->start_rc == AUR_OK) {
+            summary = aur__strdup_printf("MCP App ready: %s", pkg);
+            json_object_object_add(data, "protocol_version",
+                                   json_object_new_string(a->version));
+            json_object_object_add(data, "tool_count",
+                                   json_object_new_int64((int64_t)a->ntools));
+            aur__lifecycle_commit_at(a, "mcp.app.ready", "ready", summary,
+                                     data, a->t_done);
+        } else {
+            char *e = aur__strdup_printf("%s: %s", aur_rc_word(a->start_rc),
+                                         a->error);
+            summary = aur__strdup_printf("MCP App startup failed: %s", pkg);
+            json_object_object_add(data, "phase",
+                                   json_object_new_string(a->phase));
+            json_object_object_add(data, "error", json_object_new_string(e));
+            aur__lifecycle_commit_at(a, "mcp.app.failed", "failed", summary,
+                                     data, a->t_done);
+            free(e);
+        }
+        free(summary);
+        json_object_put(data);
+    }
+}
+
+static void fill_serr(struct aur_startup_error *serr, const char *code,
+                      const char *app, const char *phase, const char *msg)
+{
+    if (!serr)
+        return;
+    snprintf(serr->code, sizeof serr->code, "%s", code);
+    snprintf(serr->app, sizeof serr->app, "%s", app ? app : "");
+    snprintf(serr->phase, sizeof serr->phase, "%s", phase);
+    snprintf(serr->message, sizeof serr->message, "%s", msg);
+}
+
+/* After freeze: any change or disconnect since the clean pass means the
+ * frozen catalog may already be stale. */
+static struct aur__app *stale_app(struct aur_mcp *mcp, const char **why)
+{
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        bool bad;
+        if (a->state == AUR__S_DISABLED)
+            continue;
+        pthread_mutex_lock(&a->mu);
+        bad = a->disconnected || a->changes != a->listed_changes;
+        *why = a->disconnected ? "connection lost during startup"
+                               : "the tool catalog changed during startup";
+        pthread_mutex_unlock(&a->mu);
+        if (bad)
+            return a;
+    }
+    return NULL;
+}
+
+static void write_frozen_commits(struct aur_mcp *mcp)
+{
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        struct json_object *data, *ids;
+        char *summary;
+        if (a->state != AUR__S_READY)
+            continue;
+        data = json_object_new_object();
+        ids = json_object_new_array();
+        for (size_t t = 0; t < a->ntools; t++)
+            json_object_array_add(ids, json_object_new_string(a->tools[t]->id));
+        json_object_object_add(data, "tool_ids", ids);
+        json_object_object_add(data, "tool_count",
+                               json_object_new_int64((int64_t)a->ntools));
+        summary = aur__strdup_printf("MCP tool catalog frozen: %s",
+                                     a->cfg->package);
+        aur__lifecycle_commit(a, "mcp.catalog.frozen", "catalog-frozen",
+                              summary, data);
+        free(summary);
+        json_object_put(data);
+    }
+}
+
+int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
+                   struct aur_error *err)
+{
+    pthread_t *threads = calloc(mcp->napps ? mcp->napps : 1, sizeof *threads);
+    bool *made = calloc(mcp->napps ? mcp->napps : 1, sizeof *made);
+    struct aur__app *failed = NULL, *stale;
+    const char *why = NULL;
+    int rc = AUR_OK;
+
+    if (!threads || !made) {
+        free(threads);
+        free(made);
+        fill_serr(serr, "startup_failed", NULL, "connect", "out of memory");
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        if (!mcp->cfg->mcp_enabled || !a->cfg->enabled)
+            continue;
+        made[i] = pthread_create(&threads[i], NULL, app_thread, a) == 0;
+        if (!made[i]) {
+            a->began = true;
+            a->start_rc = aur_fail(err, AUR_E_NOMEM, errno,
+                                   "cannot start a thread");
+            snprintf(a->phase, sizeof a->phase, "connect");
+            snprintf(a->error, sizeof a->error, "cannot start a thread");
+            pthread_mutex_lock(&mcp->mu);
+            a->fail_order = ++mcp->failures;
+            mcp->cancel = true;
+            pthread_cond_broadcast(&mcp->cv);
+            pthread_mutex_unlock(&mcp->mu);
+            cancel_all(mcp);
+        }
+    }
+    for (size_t i = 0; i < mcp->napps; i++)
+        if (made[i])
+            pthread_join(threads[i], NULL);
+    free(threads);
+    free(made);
+
+    write_startup_commits(mcp);
+    for (size_t i = 0; i < mcp->napps; i++)
+        if (mcp->apps[i].fail_order == 1)
+            failed = &mcp->apps[i];
+    if (failed) {
+        fill_serr(serr, "startup_failed", failed->cfg->package, failed->phase,
+                  failed->error);
+        rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
+        goto fail;
+    }
+    if ((stale = stale_app(mcp, &why))) {
+        fill_serr(serr, "startup_failed", stale->cfg->package,
+                  "catalog/freeze", why);
+        rc = aur_fail(err, AUR_E_CHANGED, 0, "%s", why);
+        goto fail;
+    }
+    rc = aur__registry_freeze(mcp, err);
+    if (rc != AUR_OK) {
+        fill_serr(serr, "startup_failed", NULL, "catalog/freeze", err->msg);
+        goto fail;
+    }
+    rc = aur__agents_check(mcp, err);
+    if (rc != AUR_OK) {
+        fill_serr(serr, "startup_failed", NULL, "agents", err->msg);
+        goto fail;
+    }
+    write_frozen_commits(mcp);
+    /* Activation: from here on events flow and changes mean restart. */
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        bool bad;
+        if (a->state != AUR__S_READY)
+            continue;
+        pthread_mutex_lock(&a->mu);
+        bad = a->disconnected || a->changes != a->listed_changes;
+        if (!bad)
+            a->activated = true;
+        pthread_mutex_unlock(&a->mu);
+        if (bad) {
+            why = a->disconnected ? a->disconnect_detail
+                                  : "the tool catalog changed during startup";
+            fill_serr(serr, "startup_failed", a->cfg->package, "activate", why);
+            rc = aur_fail(err, AUR_E_CHANGED, 0, "%s", why);
+            goto fail;
+        }
+    }
+    mcp->active = true;
+    aur__log(AUR_LOG_INFO, NULL, "activated: %zu tools frozen", mcp->nregistry);
+    return AUR_OK;
+fail:
+    /* Startup already failed: a child that will not leave gets little
+     * time before it is killed. */
+    aur__close_all(mcp, AUR__FAIL_GRACE_MS);
+    return rc;
+}
+
+void aur__app_close(struct aur__app *app, int64_t grace_ms)
+{
+    aur_deadline dl = aur__now_ms() + app->cfg->timeout_ms + 1000;
+    pthread_mutex_lock(&app->mu);
+    app->closing = true;
+    struct aur__rpc *rpc = app->rpc;
+    /* Calls in flight end as unknown; wait until none uses rpc. */
+    if (rpc)
+        aur__rpc_cancel_waiters(rpc);
+    while (app->inflight > 0)
+        if (aur__cond_wait_until(&app->cv, &app->mu, dl) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&app->mu);
+    for (size_t i = app->next; i-- > 0;) {
+        struct aur__ext_session *s = &app->ext[i];
+        if (s->active && AUR_HAS(&s->p->ops.e, end_session))
+            s->p->ops.e.end_session(s->p->state, s->session);
+        s->active = false;
+    }
+    if (rpc) {
+        aur__rpc_close(rpc, aur__now_ms() + grace_ms);
+        pthread_mutex_lock(&app->mu);
+        app->rpc = NULL;
+        pthread_mutex_unlock(&app->mu);
+    }
+    pthread_mutex_lock(&app->mu);
+    if (app->opened)
+        app->state = AUR__S_CLOSED;
+    pthread_mutex_unlock(&app->mu);
+}
+
+void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms)
+{
+    for (size_t i = mcp->napps; i-- > 0;)
+        aur__app_close(&mcp->apps[i], grace_ms);
+    mcp->active = false;
+}

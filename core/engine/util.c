@@ -1,0 +1,33 @@
+#include "aur_setup.h"
+
+#include "engine.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+char *aur__strdup_printf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    if (!s)
+        abort(); /* tiny strings only: running out here is fatal anyway */
+    return s;
+}
+
+void aur__set_str(char **slot, const char *v)
+{
+    free(*slot);
+    *slot = v ? strdup(v) : NULL;
+}
+
+bool aur__is_blank(const char *s)
+{
+    for (; s && *s; s++)
+        if (*s != ' ' && (*s < '\t' || *s > '\r'))
+            return false;
+    return true;
+}

@@ -1,0 +1,171 @@
+/*
+ * aur_host.h - the embedding API of libaurora-mcp.
+ *
+ * A runtime creates a host from a configuration directory, may add builtin
+ * tools and its own world writer, starts it (every enabled App is connected,
+ * negotiated and discovered, then the registry is frozen), reads the frozen
+ * registry, calls tools from any thread, reads status and shuts down.
+ *
+ * Threads: aur_mcp_create, aur_mcp_add_builtin, aur_mcp_set_world_writer,
+ * aur_mcp_start, aur_mcp_shutdown and aur_mcp_destroy belong to one
+ * "owner" thread and must not run concurrently with anything else on the
+ * same host.  Between a successful start and shutdown, aur_mcp_call,
+ * aur_mcp_status_json, aur_mcp_tool_count and aur_mcp_tool_at may be called
+ * from any number of threads at once.
+ *
+ * Errors: functions return an enum aur_rc and fill a caller-owned
+ * struct aur_error (see aur_plugin.h).
+ */
+#ifndef AURORA_AUR_HOST_H
+#define AURORA_AUR_HOST_H
+
+#include <aurora/aur_plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AUR_VERSION_STRING "0.1.0"
+
+struct aur_mcp; /* opaque host */
+
+enum aur_call_status {
+    AUR_CALL_SUCCEEDED = 0,
+    AUR_CALL_FAILED = 1,
+    AUR_CALL_UNKNOWN = 2,
+};
+
+/* "succeeded" | "failed" | "unknown". */
+const char *aur_call_status_word(enum aur_call_status s);
+
+/*
+ * The result of one call.  content is never empty.  scopes is
+ * {"observe":[...],"publish":[...]} as resolved for this call, or NULL
+ * when resolution failed.  Owned by the caller: release with
+ * aur_tool_output_clear.
+ */
+struct aur_tool_output {
+    enum aur_call_status status;
+    char *content;
+    struct json_object *scopes;
+};
+
+void aur_tool_output_clear(struct aur_tool_output *out);
+
+/*
+ * A builtin tool implemented by the embedding runtime.  arguments borrowed;
+ * the callback fills *out (content malloc'd, scopes may stay NULL for the
+ * defaults).  May run on any thread, concurrently.
+ */
+typedef void aur_builtin_fn(void *ud, struct json_object *arguments,
+                            struct aur_tool_output *out);
+
+/* A world writer the runtime brings instead of the SQLite journal.  Same
+ * idempotency contract as aur_host.world_write.  Any thread. */
+struct aur_world_writer {
+    uint32_t struct_size;
+    void *ud;
+    int (*append)(void *ud, const struct aur_commit *commit,
+                  struct aur_error *err);
+};
+
+/* Why start failed: the CLI prints exactly these fields. */
+struct aur_startup_error {
+    char code[48];     /* "startup_failed", "config_invalid", ... */
+    char app[160];     /* package, or "" when no App is concerned */
+    char phase[32];    /* config | connect | catalog/listen | tools/list |
+                          catalog/freeze | agents | activate */
+    char message[512]; /* one line, no secrets */
+};
+
+/* One frozen tool.  All borrowed from the host, valid until destroy. */
+struct aur_tool_info {
+    const char *id;
+    const char *app; /* package; "" for builtins */
+    const char *raw_name;
+    const char *description;
+    struct json_object *input_schema;
+    struct json_object *scopes; /* declared templates */
+};
+
+/*
+ * Load and validate config_dir (host.ini, apps.d, agents.ini) and the
+ * plugins it names; start nothing.  plugin_dir overrides host.ini's
+ * plugin_dir when non-NULL.  On failure *serr (optional) tells the file,
+ * line and key in message, with phase "config".
+ */
+int aur_mcp_create(const char *config_dir, const char *plugin_dir,
+                   struct aur_mcp **out, struct aur_startup_error *serr,
+                   struct aur_error *err);
+
+/* Add a builtin tool before start.  id must match aur(.[a-z][a-z0-9_-]*){2,}
+ * and must not collide with a discovered MCP tool at start. schema is
+ * borrowed (NULL = {"type":"object"}). */
+int aur_mcp_add_builtin(struct aur_mcp *h, const char *id,
+                        const char *description, struct json_object *schema,
+                        aur_builtin_fn *fn, void *ud, struct aur_error *err);
+
+/* Use w instead of the journal named in host.ini.  Before start; w copied. */
+int aur_mcp_set_world_writer(struct aur_mcp *h,
+                             const struct aur_world_writer *w,
+                             struct aur_error *err);
+
+/*
+ * Start every enabled App concurrently, each under its own deadline, then
+ * freeze the registry, check agents.ini and activate.  Any failure closes
+ * everything that was opened (reverse config order) and fills *serr.
+ * Returns AUR_OK or a negative code.
+ */
+int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
+                  struct aur_error *err);
+
+/* The frozen registry, sorted by id. */
+size_t aur_mcp_tool_count(const struct aur_mcp *h);
+const struct aur_tool_info *aur_mcp_tool_at(const struct aur_mcp *h,
+                                            size_t i);
+
+/*
+ * Call a tool and block until its outcome is known or timeout_ms passes
+ * (negative = the App's timeout_seconds).  arguments borrowed (NULL = {}).
+ * Always fills *out, whatever happens; the return value is AUR_OK unless
+ * the arguments themselves are unusable.  Never retried.
+ */
+int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
+                 struct json_object *arguments, int64_t timeout_ms,
+                 struct aur_tool_output *out);
+
+/* The status document (discover output without "tools" when
+ * with_tools == 0).  Returns a new reference (transfer). */
+struct json_object *aur_mcp_status_json(struct aur_mcp *h, int with_tools);
+
+/* Any App's restart_required. */
+int aur_mcp_restart_required(struct aur_mcp *h);
+
+/* Close every App in reverse config order.  Idempotent; calls that are in
+ * flight return unknown. */
+void aur_mcp_shutdown(struct aur_mcp *h);
+
+/* Shut down if needed and free h (NULL allowed). */
+void aur_mcp_destroy(struct aur_mcp *h);
+
+/* Print journal commits as JSON lines to a callback (the `journal` CLI).
+ * scope NULL = all.  line is borrowed. */
+int aur_journal_dump(const char *config_dir, int64_t after,
+                     const char *scope,
+                     void (*emit)(void *ud, const char *line), void *ud,
+                     struct aur_error *err);
+
+/* Load one plugin file, validate it as the host would, and describe it
+ * (name, version, kind, ABI, hooks).  Nothing is initialised.  New
+ * reference (transfer), or NULL with *err filled. */
+struct json_object *aur_plugin_info(const char *path, struct aur_error *err);
+
+/* The host's strict JSON parser (exact big integers), for input that
+ * reaches tools.  *out (transfer) only on AUR_OK. */
+int aur_json_parse(const char *buf, size_t len, struct json_object **out,
+                   struct aur_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AURORA_AUR_HOST_H */

@@ -1,0 +1,479 @@
+/*
+ * aur_plugin.h - the whole plugin ABI of aurora-mcp.
+ *
+ * A plugin is a shared object that exports exactly one symbol,
+ * aur_plugin_entry(), returning a constant descriptor.  Plugins never link
+ * against the core: host services arrive as a `const struct aur_host *`
+ * vtable at init.  This header needs only the C standard headers and
+ * forward-declares json-c's object type; plugins link json-c dynamically.
+ *
+ * ABI changelog (one line per minor, append-only):
+ *   1.0  2026-12-02  first release.
+ *
+ * Versioning: abi_version is the semantic contract (minor = appended member,
+ * code or capability bit; major = anything else).  struct_size is layout
+ * safety: the host copies min(struct_size, sizeof) bytes into zeroed
+ * storage, so a hook an older plugin never knew reads as NULL.
+ *
+ * Ownership words used below:
+ *   borrowed   valid for the duration of the call; keep with json_object_get
+ *   (transfer) the callee owns the reference afterwards
+ *   writable   borrowed, and the callee may edit it in place
+ */
+#ifndef AURORA_AUR_PLUGIN_H
+#define AURORA_AUR_PLUGIN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h> /* vsnprintf, for aur_fail */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct json_object;
+
+#define AUR_ABI_MAJOR 1
+#define AUR_ABI_MINOR 0
+#define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
+#define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
+#define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
+#define AUR_ABI_VERSION AUR_ABI_MKVER(AUR_ABI_MAJOR, AUR_ABI_MINOR)
+#define AUR_PLUGIN_MAGIC 0x41555231u /* "AUR1" */
+
+#if defined(__GNUC__)
+#define AUR_EXPORT __attribute__((visibility("default")))
+#define AUR_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define AUR_EXPORT
+#define AUR_PRINTF(f, a)
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Error codes: one append-only list, never renumbered.               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * X(ENUM, value, "snake_case_word", "description").  The word is the stable
+ * machine-readable code shown in JSON output and documented in the README.
+ */
+#define AUR_RC_MAP(X)                                                        \
+    X(AUR_OK, 0, "ok", "success")                                            \
+    X(AUR_DECLINE, 1, "declined", "a hook declined (a decision, not an error)") \
+    X(AUR_E_INVAL, -1, "invalid_argument", "invalid argument")               \
+    X(AUR_E_NOMEM, -2, "out_of_memory", "out of memory")                     \
+    X(AUR_E_IO, -3, "io_error", "input/output error")                        \
+    X(AUR_E_TIMEOUT, -4, "timeout", "deadline expired")                      \
+    X(AUR_E_CLOSED, -5, "connection_closed", "connection closed")            \
+    X(AUR_E_PROTOCOL, -6, "protocol_error", "protocol violation")            \
+    X(AUR_E_CONFIG, -7, "config_invalid", "invalid configuration")           \
+    X(AUR_E_PLUGIN, -8, "plugin_invalid", "plugin rejected")                 \
+    X(AUR_E_SPAWN, -9, "spawn_failed", "could not start the App process")    \
+    X(AUR_E_LIMIT, -10, "limit_exceeded", "a budget was exceeded")           \
+    X(AUR_E_NEGOTIATION, -11, "negotiation_failed", "protocol negotiation failed") \
+    X(AUR_E_RPC, -12, "rpc_error", "the server answered with a JSON-RPC error") \
+    X(AUR_E_CATALOG, -13, "catalog_invalid", "invalid tool catalog")         \
+    X(AUR_E_CHANGED, -14, "catalog_changed", "the catalog changed during startup") \
+    X(AUR_E_JOURNAL, -15, "journal_error", "world journal failure")          \
+    X(AUR_E_CONFLICT, -16, "commit_conflict", "commit id reused with different content") \
+    X(AUR_E_NOTFOUND, -17, "not_found", "no such item")                      \
+    X(AUR_E_STATE, -18, "bad_state", "operation not allowed in this state")  \
+    X(AUR_E_AGENTS, -19, "agents_invalid", "an agent references an unknown tool") \
+    X(AUR_E_SCOPE, -20, "scope_invalid", "scope resolution failed")          \
+    X(AUR_E_CANCELLED, -21, "cancelled", "cancelled by shutdown")            \
+    X(AUR_E_UNAVAILABLE, -22, "app_unavailable", "the App is not connected") \
+    X(AUR_E_EVENT, -23, "event_invalid", "invalid business event")
+
+enum aur_rc {
+#define AUR__RC_ENUM(e, v, w, d) e = (v),
+    AUR_RC_MAP(AUR__RC_ENUM)
+#undef AUR__RC_ENUM
+};
+
+/* The stable snake_case word for rc, or "unknown_error". Thread-safe. */
+static inline const char *aur_rc_word(int rc)
+{
+    switch (rc) {
+#define AUR__RC_WORD(e, v, w, d)                                             \
+    case (v):                                                                \
+        return w;
+        AUR_RC_MAP(AUR__RC_WORD)
+#undef AUR__RC_WORD
+    }
+    return "unknown_error";
+}
+
+/* A human description for rc. Thread-safe. */
+static inline const char *aur_strerror(int rc)
+{
+    switch (rc) {
+#define AUR__RC_DESC(e, v, w, d)                                             \
+    case (v):                                                                \
+        return d;
+        AUR_RC_MAP(AUR__RC_DESC)
+#undef AUR__RC_DESC
+    }
+    return "unknown error";
+}
+
+#define AUR_ERR_MSG_SIZE 256
+
+/*
+ * Caller-owned error report (usually on the stack).  Every function that can
+ * fail takes it last; on failure err->code == the returned rc.  msg is one
+ * NUL-terminated line and never contains secrets.  Layout frozen per major.
+ */
+struct aur_error {
+    int32_t code;         /* enum aur_rc */
+    int32_t detail;       /* errno, HTTP status or JSON-RPC code; 0 = none */
+    uint32_t reserved[2]; /* zero */
+    char msg[AUR_ERR_MSG_SIZE];
+};
+
+/* Clear *err (NULL allowed). */
+static inline void aur_error_clear(struct aur_error *err)
+{
+    if (err) {
+        err->code = 0;
+        err->detail = 0;
+        err->reserved[0] = err->reserved[1] = 0;
+        err->msg[0] = '\0';
+    }
+}
+
+/*
+ * Fill *err (NULL allowed) and return code.  Plugins get this from the
+ * header so they need nothing from the core.
+ */
+static inline int aur_fail(struct aur_error *err, int code, int detail,
+                           const char *fmt, ...) AUR_PRINTF(4, 5);
+static inline int aur_fail(struct aur_error *err, int code, int detail,
+                           const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->code = code;
+        err->detail = detail;
+        err->reserved[0] = err->reserved[1] = 0;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* Time                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Absolute milliseconds on host->now_ms's monotonic clock. */
+typedef int64_t aur_deadline;
+#define AUR_NO_DEADLINE INT64_MAX
+
+/* ------------------------------------------------------------------ */
+/* Host services                                                      */
+/* ------------------------------------------------------------------ */
+
+enum aur_log_level {
+    AUR_LOG_ERROR = 0,
+    AUR_LOG_WARN = 1,
+    AUR_LOG_INFO = 2,
+    AUR_LOG_DEBUG = 3,
+};
+
+struct aur_self; /* opaque: one per plugin instance, tags logs and writes */
+struct aur_cfg;  /* opaque: one frozen ini section (repeated keys kept) */
+
+/*
+ * A world commit as a plugin proposes it.  All strings borrowed.
+ * scopes: n_scopes non-blank strings (a set; duplicates collapse).
+ * occurred_at: RFC 3339 UTC "YYYY-MM-DDTHH:MM:SS[.fff]Z", or NULL = now.
+ * data: a JSON object, or NULL = {}.
+ */
+struct aur_commit {
+    uint32_t struct_size;
+    const char *commit_id;
+    const char *kind;
+    const char *source;
+    const char *summary;
+    const char *occurred_at;
+    const char *const *scopes;
+    size_t n_scopes;
+    struct json_object *data;
+};
+
+/*
+ * The host vtable.  Every function is thread-safe and may be called from
+ * any thread, including transport threads.  Strings returned by cfg_* are
+ * frozen and live until the plugin's fini.
+ */
+struct aur_host {
+    uint32_t struct_size;
+    uint32_t abi_version; /* the host's: test before using a later service */
+
+    /* Log one line.  Never pass secrets, tool arguments/results or event
+     * data: the log is not redacted for you. */
+    void (*log)(struct aur_self *self, int level, const char *fmt, ...)
+        AUR_PRINTF(3, 4);
+    /* Monotonic milliseconds. */
+    int64_t (*now_ms)(void);
+
+    /* Value of key in cfg (the last one if repeated), or dflt. */
+    const char *(*cfg_str)(const struct aur_cfg *cfg, const char *key,
+                           const char *dflt);
+    /* Number of values of a repeatable key, and the i-th (0-based). */
+    size_t (*cfg_count)(const struct aur_cfg *cfg, const char *key);
+    const char *(*cfg_str_at)(const struct aur_cfg *cfg, const char *key,
+                              size_t i);
+    /* Parse an integer / boolean value; dflt when absent. */
+    int (*cfg_int)(const struct aur_cfg *cfg, const char *key, int64_t dflt,
+                   int64_t *out, struct aur_error *err);
+    int (*cfg_bool)(const struct aur_cfg *cfg, const char *key, int dflt,
+                    int *out, struct aur_error *err);
+
+    /* Append one commit to the world journal, idempotently by commit_id
+     * (same content: AUR_OK, nothing written; different content:
+     * AUR_E_CONFLICT, nothing written).  commit borrowed. */
+    int (*world_write)(struct aur_self *self, const struct aur_commit *commit,
+                       struct aur_error *err);
+
+    /* Parse exactly one JSON value from buf[0..len) with the host's strict
+     * RFC 8259 parser (nesting bounded by the host's budget).  Integers of
+     * any size are kept exact: see json_integer_text.  *out (transfer) is
+     * set only on AUR_OK.  Transports use this for every inbound message so
+     * every App gets the same strictness and budgets. */
+    int (*json_parse)(const char *buf, size_t len, struct json_object **out,
+                      struct aur_error *err);
+    /* If v is a JSON integer (of any size), write its decimal text to
+     * buf and return AUR_OK; else AUR_E_INVAL.  Floats such as 1.0 or 1e3
+     * are not integers. */
+    int (*json_integer_text)(struct json_object *v, char *buf, size_t size);
+};
+
+static inline aur_deadline aur_deadline_in(const struct aur_host *h,
+                                           int64_t ms)
+{
+    return ms < 0 ? AUR_NO_DEADLINE : h->now_ms() + ms;
+}
+
+static inline int64_t aur_remaining_ms(const struct aur_host *h,
+                                       aur_deadline dl)
+{
+    int64_t now;
+    if (dl == AUR_NO_DEADLINE)
+        return INT64_MAX;
+    now = h->now_ms();
+    return dl > now ? dl - now : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The descriptor                                                     */
+/* ------------------------------------------------------------------ */
+
+enum aur_kind { AUR_KIND_TRANSPORT = 1, AUR_KIND_EXTENSION = 2 };
+
+struct aur_plugin_desc {
+    /* Frozen prefix: same offsets in every ABI major, forever. */
+    uint32_t magic, abi_version, struct_size, kind;
+    const char *name;    /* unique, [a-z0-9-]+, e.g. "transport-stdio" */
+    const char *version; /* the plugin's own release, informational */
+    const char *summary;
+    /*
+     * Called once per plugin, after validation.  cfg: the plugin's own
+     * host.ini section ([transport-stdio], ...), possibly empty.  On failure
+     * the plugin undoes its own work; fini is not called.
+     */
+    int (*init)(const struct aur_host *host, struct aur_self *self,
+                const struct aur_cfg *cfg, void **state,
+                struct aur_error *err);
+    void (*fini)(void *state);
+    const void *ops; /* struct aur_transport_ops or aur_extension_ops */
+};
+
+/* Smallest struct_size accepted for ABI 1.x descriptors. */
+#define AUR_PLUGIN_DESC_MIN_SIZE                                             \
+    (offsetof(struct aur_plugin_desc, ops) + sizeof(const void *))
+
+#define AUR_DESC_HEADER(k)                                                   \
+    .magic = AUR_PLUGIN_MAGIC, .abi_version = AUR_ABI_VERSION,               \
+    .struct_size = sizeof(struct aur_plugin_desc), .kind = (k)
+
+/* The one exported symbol.  host_abi is the host's AUR_ABI_VERSION. */
+typedef const struct aur_plugin_desc *aur_entry_fn(uint32_t host_abi);
+#define AUR_ENTRY_SYMBOL "aur_plugin_entry"
+/* Every plugin defines exactly this one exported function. */
+AUR_EXPORT aur_entry_fn aur_plugin_entry;
+
+/* True if the optional member m exists in a struct of struct_size and is
+ * non-NULL. */
+#define AUR_HAS(p, m)                                                        \
+    ((p) != NULL &&                                                          \
+     offsetof(__typeof__(*(p)), m) + sizeof((p)->m) <= (p)->struct_size &&   \
+     (p)->m != NULL)
+
+/* ------------------------------------------------------------------ */
+/* Transports                                                         */
+/* ------------------------------------------------------------------ */
+
+enum { /* capability bits, append-only */
+       AUR_TCAP_SERVER_PUSH = 1u << 0,
+       AUR_TCAP_SESSION = 1u << 1,
+       AUR_TCAP_RESUMABLE = 1u << 2,
+       AUR_TCAP_CHILD_PROCESS = 1u << 3,
+};
+
+/*
+ * The single receive path.  Host-owned; valid from open() until close()
+ * returns.  Transports call it from their own threads.
+ */
+struct aur_sink {
+    uint32_t struct_size;
+    void *ctx;
+    /* Any thread, non-blocking.  One JSON-RPC message per call. (transfer) */
+    void (*on_message)(void *ctx, struct json_object *msg);
+    /* At most once, never after close() returns.  why == NULL: clean EOF. */
+    void (*on_closed)(void *ctx, const struct aur_error *why);
+};
+
+struct aur_conn; /* opaque; each transport defines its own */
+
+/*
+ * What the core tells a transport once the protocol is known.  modern = 1
+ * for revision 2026-07-28 and later (no session).  session_id: legacy HTTP
+ * only.  All borrowed.
+ */
+struct aur_protocol_info {
+    uint32_t struct_size;
+    int modern;
+    const char *version;
+};
+
+/*
+ * Transport operations.  open/send/close are mandatory.
+ *
+ * Threads: open, send, set_protocol, cancel and close may be called from any
+ * thread; send may be called concurrently from several threads (the
+ * transport serialises writes).  close is never concurrent with another call
+ * on the same connection.
+ */
+struct aur_transport_ops {
+    uint32_t struct_size;
+    uint32_t caps; /* what it can ever offer */
+    /*
+     * endpoint: the App's section ([stdio] or [http]) plus the core-resolved
+     * keys "package", "timeout_ms" and, for stdio, "working_dir" (absolute).
+     * A failed open makes no sink calls, leaves *out untouched and needs no
+     * close.
+     */
+    int (*open)(void *state, const struct aur_cfg *endpoint,
+                const struct aur_sink *sink, aur_deadline dl,
+                struct aur_conn **out, uint32_t *out_caps,
+                struct aur_error *err);
+    /* Serialise msg (borrowed) before returning.  AUR_OK means accepted,
+     * never that a reply arrived: replies come through the sink. */
+    int (*send)(struct aur_conn *c, struct json_object *msg, aur_deadline dl,
+                struct aur_error *err);
+    /* Synchronous: afterwards no sink calls, threads joined, c freed. */
+    void (*close)(struct aur_conn *c, aur_deadline dl);
+    /* Optional: the negotiated protocol (HTTP uses it for headers). */
+    int (*set_protocol)(struct aur_conn *c,
+                        const struct aur_protocol_info *info,
+                        struct aur_error *err);
+    /* Optional: abandon the request with this id (borrowed).  Without it
+     * the core sends notifications/cancelled. */
+    void (*cancel)(struct aur_conn *c, struct json_object *id);
+    /* Optional: restart the connection from scratch (a new child for
+     * stdio), used once by the era probe fallback.  Same contract as a
+     * close followed by an open with the original endpoint and sink. */
+    int (*reopen)(struct aur_conn *c, aur_deadline dl,
+                  struct aur_error *err);
+};
+
+/* ------------------------------------------------------------------ */
+/* Extensions                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The ToolOutput status a hook proposes.  unknown > failed > succeeded:
+ * the most uncertain proposal wins, so no hook can downgrade. */
+enum aur_outcome {
+    AUR_OUTCOME_UNSET = 0, /* no opinion: the core's mapping stands */
+    AUR_OUTCOME_SUCCEEDED = 1,
+    AUR_OUTCOME_FAILED = 2, /* confirmed: no effect, or rolled back */
+    AUR_OUTCOME_UNKNOWN = 3, /* the effect cannot be confirmed */
+};
+
+/* What an extension learns about the App it serves.  All borrowed, valid
+ * until end_session (or the end of the call for declare_caps). */
+struct aur_app_info {
+    uint32_t struct_size;
+    const char *package;
+    const char *transport;  /* "stdio" | "streamable_http" */
+    const char *event_mode; /* "disabled" | "world_events" | ... */
+    const char *version;    /* negotiated; NULL in declare_caps */
+    int modern;             /* 1 for 2026-07-28 */
+    struct aur_self *self;  /* for host->log and host->world_write */
+};
+
+/* A tool as the core knows it.  All borrowed. */
+struct aur_tool_ref {
+    uint32_t struct_size;
+    const char *id;       /* aur.mcp.<package>.<raw> */
+    const char *raw_name; /* the name on the wire */
+};
+
+/*
+ * Extension operations.  Every hook is optional (NULL = no opinion).
+ * Return AUR_OK, AUR_DECLINE (a decision) or a negative aur_rc.
+ *
+ * Threads: declare_caps, accept_server, validate_tool and end_session run
+ * on the App's startup/teardown thread; on_notify runs on the App's
+ * dispatch thread, serialised per App.  resolve_scope and classify run on
+ * the calling thread and may run concurrently for one session: session
+ * state must be read-only after validate_tool.
+ */
+struct aur_extension_ops {
+    uint32_t struct_size;
+    const char *cap_key;         /* the capability key it negotiates */
+    const char *const *methods;  /* notifications handled, NULL-terminated */
+    /* Write settings under cap_key into caps (writable: the "extensions"
+     * object), or decline for this App. */
+    int (*declare_caps)(void *st, const struct aur_app_info *app,
+                        struct json_object *caps, struct aur_error *err);
+    /* server_caps: the server's whole capabilities object (borrowed).
+     * AUR_OK = active (state in *session); AUR_DECLINE = inactive for this
+     * App; negative = the App's startup fails in phase connect. */
+    int (*accept_server)(void *st, const struct aur_app_info *app,
+                         struct json_object *server_caps, void **session,
+                         struct aur_error *err);
+    /* Per discovered tool (borrowed).  scopes (writable) holds
+     * {"observe":[...],"publish":[...]} templates, pre-filled with the App
+     * default; edit them.  Negative = startup fails in phase tools/list. */
+    int (*validate_tool)(void *st, void *session,
+                         const struct aur_tool_ref *tool,
+                         struct json_object *tool_json,
+                         struct json_object *scopes, struct aur_error *err);
+    /* Before each call.  arguments borrowed; scopes (writable) holds the
+     * resolved {"observe":[...],"publish":[...]}, pre-filled with the
+     * templates.  AUR_DECLINE or negative = the call fails, not sent. */
+    int (*resolve_scope)(void *st, void *session,
+                         const struct aur_tool_ref *tool,
+                         struct json_object *arguments,
+                         struct json_object *scopes, struct aur_error *err);
+    /* On a complete CallToolResult (borrowed).  Propose an outcome; when
+     * *out is set, err->msg may carry the content text to report. */
+    int (*classify)(void *st, void *session, const struct aur_tool_ref *tool,
+                    struct json_object *result, enum aur_outcome *out,
+                    struct aur_error *err);
+    /* A notification whose method is listed in methods (params borrowed).
+     * active = 1 once the host is activated (startup complete). */
+    int (*on_notify)(void *st, void *session, const char *method,
+                     struct json_object *params, int active,
+                     struct aur_error *err);
+    void (*end_session)(void *st, void *session);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* AURORA_AUR_PLUGIN_H */

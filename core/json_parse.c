@@ -1,0 +1,528 @@
+/*
+ * json_parse.c - the strict RFC 8259 parser of jsonx.h.
+ *
+ * json-c's tokener saturates integers past 64 bits and is lenient in
+ * ways we do not want, so this is our own parser building json-c values.
+ * It is iterative: open containers live on a heap stack bounded by
+ * max_depth, so hostile nesting costs neither C stack nor more than
+ * max_depth pointers.  Each container is attached to its parent as soon
+ * as it is opened, so on any error freeing the root frees everything.
+ *
+ * Deliberate differences from Python's json.loads (the reference for
+ * what we accept): a lone surrogate in a \u escape is rejected (Python
+ * keeps it, but such a string is not valid Unicode and cannot be written
+ * as UTF-8); an object key containing U+0000 is rejected (json-c keys are
+ * C strings, and a silently truncated key could collide with another);
+ * a leading UTF-8 byte order mark is rejected (as Python does for str).
+ * Numbers that overflow a double (1e400) become +-inf, as in Python; the
+ * canonical serializer refuses them later.
+ */
+#include "aur_setup.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "json_int.h"
+#include "jsonx.h"
+
+/* A growable byte buffer; never larger than the input it copies from. */
+struct sbuf {
+    char *b;
+    size_t len, cap;
+};
+
+struct parser {
+    const unsigned char *in; /* borrowed */
+    size_t len, pos;
+    struct sbuf key; /* the key whose value is being parsed */
+    struct sbuf tmp; /* string values and number text */
+    struct aur_error *err;
+};
+
+static int fail_at(struct parser *ps, size_t at, const char *what)
+{
+    return aur_fail(ps->err, AUR_E_PROTOCOL, 0,
+                    "JSON parse error at byte %zu: %s", at, what);
+}
+
+static int no_memory(struct parser *ps)
+{
+    return aur_fail(ps->err, AUR_E_NOMEM, ENOMEM,
+                    "out of memory while parsing JSON");
+}
+
+static int sb_put(struct parser *ps, struct sbuf *sb, const void *p,
+                  size_t n)
+{
+    if (sb->cap - sb->len <= n) {
+        size_t cap = sb->cap ? sb->cap : 64;
+        char *b;
+
+        while (cap - sb->len <= n)
+            cap *= 2;
+        b = realloc(sb->b, cap);
+        if (!b)
+            return no_memory(ps);
+        sb->b = b;
+        sb->cap = cap;
+    }
+    memcpy(sb->b + sb->len, p, n);
+    sb->len += n;
+    sb->b[sb->len] = '\0';
+    return AUR_OK;
+}
+
+static void skip_ws(struct parser *ps)
+{
+    while (ps->pos < ps->len) {
+        unsigned char c = ps->in[ps->pos];
+
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            break;
+        ps->pos++;
+    }
+}
+
+size_t aur__json_utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t need, i;
+
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+        need = 2;
+    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+        need = 3;
+        if (s[0] == 0xE0)
+            lo = 0xA0;
+        else if (s[0] == 0xED)
+            hi = 0x9F;
+    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+        need = 4;
+        if (s[0] == 0xF0)
+            lo = 0x90;
+        else if (s[0] == 0xF4)
+            hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (n < need || s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < need; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return need;
+}
+
+static int hex4(struct parser *ps, size_t at, unsigned *out)
+{
+    unsigned v = 0;
+    size_t i;
+
+    if (ps->len - at < 4)
+        return fail_at(ps, at, "truncated \\u escape");
+    for (i = 0; i < 4; i++) {
+        unsigned char c = ps->in[at + i];
+
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return fail_at(ps, at + i, "invalid hex digit in \\u escape");
+    }
+    *out = v;
+    return AUR_OK;
+}
+
+static int put_code_point(struct parser *ps, struct sbuf *sb, unsigned cp)
+{
+    unsigned char u[4];
+    size_t n;
+
+    if (cp < 0x80) {
+        u[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (unsigned char)(0xC0 | cp >> 6);
+        u[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (unsigned char)(0xE0 | cp >> 12);
+        u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        u[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        u[0] = (unsigned char)(0xF0 | cp >> 18);
+        u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+        u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        u[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return sb_put(ps, sb, u, n);
+}
+
+/* The escape whose backslash is at ps->pos; advances past it. */
+static int parse_escape(struct parser *ps, struct sbuf *sb)
+{
+    static const char plain_in[] = "\"\\/bfnrt";
+    static const char plain_out[] = "\"\\/\b\f\n\r\t";
+    size_t at = ps->pos;
+    unsigned cp, lo;
+    const char *k;
+    int rc;
+
+    if (at + 1 >= ps->len)
+        return fail_at(ps, at, "unterminated string");
+    if (ps->in[at + 1] != 'u') {
+        k = ps->in[at + 1] ? strchr(plain_in, ps->in[at + 1]) : NULL;
+        if (!k)
+            return fail_at(ps, at, "invalid escape in string");
+        ps->pos += 2;
+        return sb_put(ps, sb, &plain_out[k - plain_in], 1);
+    }
+    if ((rc = hex4(ps, at + 2, &cp)) != AUR_OK)
+        return rc;
+    ps->pos = at + 6;
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return fail_at(ps, at, "lone low surrogate in \\u escape");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (ps->len - ps->pos < 2 || ps->in[ps->pos] != '\\' ||
+            ps->in[ps->pos + 1] != 'u')
+            return fail_at(ps, at, "lone high surrogate in \\u escape");
+        if ((rc = hex4(ps, ps->pos + 2, &lo)) != AUR_OK)
+            return rc;
+        if (lo < 0xDC00 || lo > 0xDFFF)
+            return fail_at(ps, at, "lone high surrogate in \\u escape");
+        ps->pos += 6;
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    return put_code_point(ps, sb, cp);
+}
+
+/* The string whose opening quote is at ps->pos, decoded into *sb. */
+static int parse_string(struct parser *ps, struct sbuf *sb)
+{
+    size_t run, n;
+    int rc;
+
+    sb->len = 0;
+    if (sb_put(ps, sb, "", 0) != AUR_OK)
+        return AUR_E_NOMEM;
+    ps->pos++;
+    while (ps->pos < ps->len) {
+        unsigned char c = ps->in[ps->pos];
+
+        if (c == '"') {
+            ps->pos++;
+            return AUR_OK;
+        }
+        if (c == '\\') {
+            if ((rc = parse_escape(ps, sb)) != AUR_OK)
+                return rc;
+        } else if (c < 0x20) {
+            return fail_at(ps, ps->pos, "control character in string");
+        } else if (c < 0x80) {
+            /* Copy a run of plain ASCII at once. */
+            run = ps->pos + 1;
+            while (run < ps->len && ps->in[run] >= 0x20 &&
+                   ps->in[run] < 0x80 && ps->in[run] != '"' &&
+                   ps->in[run] != '\\')
+                run++;
+            if (sb_put(ps, sb, ps->in + ps->pos, run - ps->pos) != AUR_OK)
+                return AUR_E_NOMEM;
+            ps->pos = run;
+        } else {
+            n = aur__json_utf8_len(ps->in + ps->pos, ps->len - ps->pos);
+            if (n == 0)
+                return fail_at(ps, ps->pos, "invalid UTF-8 in string");
+            if (sb_put(ps, sb, ps->in + ps->pos, n) != AUR_OK)
+                return AUR_E_NOMEM;
+            ps->pos += n;
+        }
+    }
+    return fail_at(ps, ps->len, "unterminated string");
+}
+
+static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* A JSON integer without fraction or exponent, text in ps->tmp. */
+static struct json_object *make_integer(struct parser *ps, bool neg)
+{
+    const char *d = ps->tmp.b + neg;
+    uint64_t u = 0;
+    bool big = false;
+
+    for (; *d; d++) {
+        unsigned v = (unsigned)(*d - '0');
+
+        if (u > (UINT64_MAX - v) / 10) {
+            big = true;
+            break;
+        }
+        u = u * 10 + v;
+    }
+    if (!big && !neg)
+        return u <= INT64_MAX ? json_object_new_int64((int64_t)u)
+                              : json_object_new_uint64(u);
+    if (!big && u <= (uint64_t)INT64_MAX + 1)
+        /* -0 is the integer 0, as in Python. */
+        return json_object_new_int64(u == (uint64_t)INT64_MAX + 1
+                                         ? INT64_MIN
+                                         : -(int64_t)u);
+    /* The grammar forbids leading zeros, so the text is already the
+     * normal form of the value. */
+    return json_object_new_double_s(aur__json_strtod(ps->tmp.b), ps->tmp.b);
+}
+
+/* The number starting at ps->pos. */
+static int parse_number(struct parser *ps, struct json_object **out)
+{
+    size_t start = ps->pos, p = ps->pos;
+    const unsigned char *in = ps->in;
+    bool neg = false, integer = true;
+
+    if (in[p] == '-') {
+        neg = true;
+        p++;
+    }
+    if (p >= ps->len || !is_digit(in[p]))
+        return fail_at(ps, p, "expected a digit");
+    if (in[p] == '0') {
+        p++;
+        if (p < ps->len && is_digit(in[p]))
+            return fail_at(ps, p - 1, "leading zero in number");
+    } else {
+        while (p < ps->len && is_digit(in[p]))
+            p++;
+    }
+    if (p < ps->len && in[p] == '.') {
+        integer = false;
+        p++;
+        if (p >= ps->len || !is_digit(in[p]))
+            return fail_at(ps, p, "expected a digit after '.'");
+        while (p < ps->len && is_digit(in[p]))
+            p++;
+    }
+    if (p < ps->len && (in[p] == 'e' || in[p] == 'E')) {
+        integer = false;
+        p++;
+        if (p < ps->len && (in[p] == '+' || in[p] == '-'))
+            p++;
+        if (p >= ps->len || !is_digit(in[p]))
+            return fail_at(ps, p, "expected a digit in exponent");
+        while (p < ps->len && is_digit(in[p]))
+            p++;
+    }
+    ps->tmp.len = 0;
+    if (sb_put(ps, &ps->tmp, in + start, p - start) != AUR_OK)
+        return AUR_E_NOMEM;
+    ps->pos = p;
+    *out = integer ? make_integer(ps, neg)
+                   : json_object_new_double(aur__json_strtod(ps->tmp.b));
+    return *out ? AUR_OK : no_memory(ps);
+}
+
+static int parse_literal(struct parser *ps, const char *word,
+                         struct json_object **out)
+{
+    size_t n = strlen(word);
+
+    if (ps->len - ps->pos < n || memcmp(ps->in + ps->pos, word, n) != 0)
+        return fail_at(ps, ps->pos, "unexpected character");
+    ps->pos += n;
+    if (word[0] == 'n') {
+        *out = NULL;
+        return AUR_OK;
+    }
+    *out = json_object_new_boolean(word[0] == 't');
+    return *out ? AUR_OK : no_memory(ps);
+}
+
+/* A scalar value at ps->pos (not a container). */
+static int parse_scalar(struct parser *ps, struct json_object **out)
+{
+    unsigned char c = ps->in[ps->pos];
+    int rc;
+
+    if (c == '"') {
+        if ((rc = parse_string(ps, &ps->tmp)) != AUR_OK)
+            return rc;
+        if (ps->tmp.len > INT_MAX)
+            return fail_at(ps, ps->pos, "string too long");
+        *out = json_object_new_string_len(ps->tmp.b, (int)ps->tmp.len);
+        return *out ? AUR_OK : no_memory(ps);
+    }
+    if (c == '-' || is_digit(c))
+        return parse_number(ps, out);
+    if (c == 't')
+        return parse_literal(ps, "true", out);
+    if (c == 'f')
+        return parse_literal(ps, "false", out);
+    if (c == 'n')
+        return parse_literal(ps, "null", out);
+    return fail_at(ps, ps->pos, "unexpected character");
+}
+
+/* `"key" :` at the next non-blank; the key lands in ps->key. */
+static int parse_key(struct parser *ps)
+{
+    size_t at;
+    int rc;
+
+    skip_ws(ps);
+    if (ps->pos >= ps->len)
+        return fail_at(ps, ps->pos, "unexpected end of input");
+    at = ps->pos;
+    if (ps->in[at] != '"')
+        return fail_at(ps, at, "expected a string key");
+    if ((rc = parse_string(ps, &ps->key)) != AUR_OK)
+        return rc;
+    if (memchr(ps->key.b, '\0', ps->key.len))
+        return fail_at(ps, at, "object key contains U+0000");
+    skip_ws(ps);
+    if (ps->pos >= ps->len)
+        return fail_at(ps, ps->pos, "unexpected end of input");
+    if (ps->in[ps->pos] != ':')
+        return fail_at(ps, ps->pos, "expected ':' after object key");
+    ps->pos++;
+    return AUR_OK;
+}
+
+/* Put v (transfer) into the innermost open container, under the pending
+ * key for an object; duplicate keys replace (last wins). */
+static int attach(struct parser *ps, struct json_object *parent,
+                  struct json_object *v)
+{
+    int r;
+
+    if (json_object_is_type(parent, json_type_object))
+        r = json_object_object_add(parent, ps->key.b, v);
+    else
+        r = json_object_array_add(parent, v);
+    if (r != 0) {
+        json_object_put(v);
+        return no_memory(ps);
+    }
+    return AUR_OK;
+}
+
+int aur__json_parse(const char *buf, size_t len, int max_depth,
+                    struct json_object **out, struct aur_error *err)
+{
+    struct parser ps = {.in = (const unsigned char *)buf, .len = len,
+                        .err = err};
+    struct json_object **stack = NULL, *root = NULL, *v;
+    size_t depth = 0, cap = 0;
+    unsigned char c;
+    bool opened, is_obj;
+    int rc = AUR_OK;
+
+    if (!buf && len)
+        return aur_fail(err, AUR_E_INVAL, 0, "JSON input is NULL");
+    /* Every pass parses one value and consumes at least one byte, and the
+     * closing loop pops at most one container per byte: bounded by len. */
+    for (;;) {
+        skip_ws(&ps);
+        if (ps.pos >= ps.len) {
+            rc = fail_at(&ps, ps.pos, "unexpected end of input");
+            goto out;
+        }
+        c = ps.in[ps.pos];
+        opened = c == '{' || c == '[';
+        if (opened) {
+            if (max_depth < 0 || depth >= (size_t)max_depth) {
+                char what[64];
+
+                snprintf(what, sizeof what, "nesting deeper than %d",
+                         max_depth < 0 ? 0 : max_depth);
+                rc = fail_at(&ps, ps.pos, what);
+                goto out;
+            }
+            if (depth == cap) {
+                size_t ncap = cap ? cap * 2 : 16;
+                struct json_object **ns;
+
+                ns = realloc(stack, ncap * sizeof *ns);
+                if (!ns) {
+                    rc = no_memory(&ps);
+                    goto out;
+                }
+                stack = ns;
+                cap = ncap;
+            }
+            v = c == '{' ? json_object_new_object()
+                         : json_object_new_array();
+            if (!v) {
+                rc = no_memory(&ps);
+                goto out;
+            }
+            ps.pos++;
+        } else if ((rc = parse_scalar(&ps, &v)) != AUR_OK) {
+            goto out;
+        }
+        if (depth == 0) {
+            root = v;
+        } else if ((rc = attach(&ps, stack[depth - 1], v)) != AUR_OK) {
+            goto out;
+        }
+        if (opened) {
+            stack[depth++] = v;
+            skip_ws(&ps);
+            if (ps.pos < ps.len && ps.in[ps.pos] == (c == '{' ? '}' : ']')) {
+                ps.pos++;
+                depth--;
+            } else if (c == '{') {
+                if ((rc = parse_key(&ps)) != AUR_OK)
+                    goto out;
+                continue;
+            } else {
+                continue;
+            }
+        }
+        /* A value is complete: close containers until one wants more. */
+        while (depth > 0) {
+            is_obj = json_object_is_type(stack[depth - 1], json_type_object);
+
+            skip_ws(&ps);
+            if (ps.pos >= ps.len) {
+                rc = fail_at(&ps, ps.pos, "unexpected end of input");
+                goto out;
+            }
+            c = ps.in[ps.pos];
+            if (c == ',') {
+                ps.pos++;
+                if (is_obj && (rc = parse_key(&ps)) != AUR_OK)
+                    goto out;
+                break;
+            }
+            if (c != (is_obj ? '}' : ']')) {
+                rc = fail_at(&ps, ps.pos,
+                             is_obj ? "expected ',' or '}'"
+                                    : "expected ',' or ']'");
+                goto out;
+            }
+            ps.pos++;
+            depth--;
+        }
+        if (depth == 0)
+            break;
+    }
+    skip_ws(&ps);
+    if (ps.pos != ps.len) {
+        rc = fail_at(&ps, ps.pos, "trailing characters after JSON value");
+        goto out;
+    }
+    *out = root;
+    root = NULL;
+out:
+    json_object_put(root);
+    free(stack);
+    free(ps.key.b);
+    free(ps.tmp.b);
+    return rc;
+}

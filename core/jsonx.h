@@ -1,0 +1,49 @@
+/*
+ * jsonx.h - the core's strict JSON intake and deterministic output.
+ * Thread-safe; no global state.
+ *
+ * Integers that do not fit int64/uint64 are kept exact: they become json-c
+ * doubles made with json_object_new_double_s(approx, digits); the userdata
+ * is the exact digit string and json-c's userdata printer emits it, so
+ * json_object_to_json_string and json_object_deep_copy stay exact.  Read
+ * them with aur__json_integer_text.
+ *
+ * aur__json_compact writes into the object's own print buffer: two threads
+ * must not call it on the same object at once.
+ */
+#ifndef AUR_JSONX_H
+#define AUR_JSONX_H
+
+#include "aur_setup.h"
+
+struct json_object;
+
+/*
+ * Parse exactly one RFC 8259 JSON value from buf[0..len) (surrounding
+ * whitespace allowed, nothing else).  Strict: no comments, no trailing
+ * commas, no NaN, valid UTF-8 only, \u escapes with proper surrogate
+ * pairs (a lone surrogate is an error), nesting depth <= max_depth
+ * (containers: [[1]] is depth 2).
+ * Duplicate object keys: the last one wins.  *out (transfer) only on
+ * AUR_OK; on failure AUR_E_PROTOCOL with the byte offset in err->msg.
+ */
+int aur__json_parse(const char *buf, size_t len, int max_depth,
+                    struct json_object **out, struct aur_error *err);
+
+/* Decimal text of a JSON integer of any size (int64, uint64 or a kept big
+ * integer) into buf; AUR_E_INVAL if v is not an integer. */
+int aur__json_integer_text(struct json_object *v, char *buf, size_t size);
+
+/*
+ * Deterministic JSON, equivalent to Python json.dumps(v,
+ * ensure_ascii=False, sort_keys=True, separators=(",", ":")) - see
+ * aurora-semantics §7.5.  *out malloc'd (transfer), NUL-terminated;
+ * *len optional.  Non-finite doubles: AUR_E_INVAL.
+ */
+int aur__json_canonical(struct json_object *v, char **out, size_t *len,
+                        struct aur_error *err);
+
+/* Compact json-c text (no slash escaping) into a malloc'd string. */
+char *aur__json_compact(struct json_object *v);
+
+#endif

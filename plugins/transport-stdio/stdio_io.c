@@ -1,0 +1,596 @@
+/*
+ * stdio_io.c - the per-child I/O thread and the stdin writer.
+ *
+ * One thread per child polls its stdout, stderr, pidfd and stop pipe, so
+ * stdout and stderr are always drained (a full pipe would wedge the App)
+ * and the thread can always be told to stop, even when an escaped
+ * grandchild keeps the pipes open.  on_closed is decided here, once.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#define CHUNK (64 * 1024)
+/* A shrunken line buffer is kept up to this size between frames. */
+#define KEEP_LINE_CAP (1024 * 1024)
+/* How long an exit waits for stdout EOF (and EOF for the exit) so the last
+ * frames are delivered before on_closed, and the exit status is known. */
+#define LINGER_MS 200
+/* Without a pidfd the exit is noticed by polling at this period. */
+#define EXIT_POLL_MS 50
+#define MAX_WAIT_MS (24 * 3600 * 1000LL)
+
+/* ------------------------------------------------------------------ */
+/* Monotonic waits                                                    */
+/* ------------------------------------------------------------------ */
+
+int stdio_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    int rc = pthread_condattr_init(&a);
+
+    if (rc != 0)
+        return rc;
+    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
+bool stdio_cond_wait(const struct aur_host *h, pthread_cond_t *cv,
+                     pthread_mutex_t *mu, int64_t until_ms)
+{
+    int64_t rem = until_ms - h->now_ms();
+    struct timespec ts;
+
+    if (rem <= 0)
+        return false;
+    if (rem > MAX_WAIT_MS) /* callers loop; keeps tv_sec sane */
+        rem = MAX_WAIT_MS;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(rem / 1000);
+    ts.tv_nsec += (long)(rem % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sink calls: never after retirement, counted so stop can wait them   */
+/* ------------------------------------------------------------------ */
+
+static bool sink_enter(struct stdio_child *ch, bool closing_call)
+{
+    bool ok;
+
+    pthread_mutex_lock(&ch->mu);
+    ok = !ch->retired && !ch->reported;
+    if (ok) {
+        ch->busy++;
+        if (closing_call)
+            ch->reported = true;
+    }
+    pthread_mutex_unlock(&ch->mu);
+    return ok;
+}
+
+static void sink_leave(struct stdio_child *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    ch->busy--;
+    pthread_cond_broadcast(&ch->cv);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+static void deliver(struct stdio_child *ch, struct json_object *msg)
+{
+    struct aur_conn *c = ch->conn;
+
+    if (!sink_enter(ch, false)) {
+        json_object_put(msg);
+        return;
+    }
+    c->sink.on_message(c->sink.ctx, msg);
+    sink_leave(ch);
+}
+
+/* why == NULL: clean end. */
+static void report_closed(struct stdio_child *ch, const struct aur_error *why)
+{
+    struct aur_conn *c = ch->conn;
+
+    if (!sink_enter(ch, true)) {
+        /* Retired or already reported: remember it all the same so the
+         * thread stops deciding. */
+        pthread_mutex_lock(&ch->mu);
+        ch->reported = true;
+        pthread_mutex_unlock(&ch->mu);
+        return;
+    }
+    c->sink.on_closed(c->sink.ctx, why);
+    sink_leave(ch);
+}
+
+static void report_exit(struct stdio_child *ch)
+{
+    struct aur_error e;
+    const char *pkg = ch->conn->package;
+
+    aur_error_clear(&e);
+    if (ch->exit_code == CLD_EXITED && ch->exit_status == 0) {
+        report_closed(ch, NULL);
+        return;
+    }
+    if (ch->exit_code == CLD_EXITED)
+        aur_fail(&e, AUR_E_CLOSED, ch->exit_status,
+                 "%s: App process exited with status %d", pkg,
+                 ch->exit_status);
+    else if (ch->exit_code != CLD_KILLED && ch->exit_code != CLD_DUMPED)
+        aur_fail(&e, AUR_E_CLOSED, 0, "%s: App process exited", pkg);
+    else
+        aur_fail(&e, AUR_E_CLOSED, ch->exit_status,
+                 "%s: App process killed by signal %d", pkg,
+                 ch->exit_status);
+    report_closed(ch, &e);
+}
+
+static void set_flag(struct stdio_child *ch, bool *flag)
+{
+    pthread_mutex_lock(&ch->mu);
+    *flag = true;
+    pthread_cond_broadcast(&ch->cv);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* stdout: newline-delimited JSON                                     */
+/* ------------------------------------------------------------------ */
+
+static void limit_exceeded(struct stdio_child *ch)
+{
+    struct aur_error e;
+
+    aur_fail(&e, AUR_E_LIMIT, 0, "%s: message exceeds max_line_bytes (%zu)",
+             ch->conn->package, ch->conn->st->max_line);
+    set_flag(ch, &ch->out_done);
+    report_closed(ch, &e);
+}
+
+/* One complete line (without its LF).  false: framing is lost. */
+static bool frame(struct stdio_child *ch, const char *buf, size_t len)
+{
+    const struct stdio_state *st = ch->conn->st;
+    struct json_object *msg = NULL;
+    struct aur_error e;
+
+    if (len > 0 && buf[len - 1] == '\r')
+        len--;
+    if (len == 0)
+        return true;
+    if (len > st->max_line) {
+        limit_exceeded(ch);
+        return false;
+    }
+    if (st->host->json_parse(buf, len, &msg, &e) != AUR_OK ||
+        !json_object_is_type(msg, json_type_object)) {
+        json_object_put(msg);
+        /* The content may be anything the App printed: never log it. */
+        st->host->log(st->self, AUR_LOG_WARN,
+                      "%s: dropped malformed frame (%zu bytes)",
+                      ch->conn->package, len);
+        return true;
+    }
+    deliver(ch, msg);
+    return true;
+}
+
+static bool line_append(struct stdio_child *ch, const char *p, size_t n)
+{
+    size_t need = ch->line_len + n, cap = ch->line_cap;
+    size_t max = ch->conn->st->max_line + 1; /* room for a CR */
+
+    if (need > cap) {
+        char *nb;
+        if (cap < CHUNK)
+            cap = CHUNK;
+        while (cap < need)
+            cap = cap > max / 2 ? max : cap * 2;
+        nb = realloc(ch->line, cap);
+        if (!nb)
+            return false;
+        ch->line = nb;
+        ch->line_cap = cap;
+    }
+    memcpy(ch->line + ch->line_len, p, n);
+    ch->line_len = need;
+    return true;
+}
+
+static void line_reset(struct stdio_child *ch)
+{
+    ch->line_len = 0;
+    if (ch->line_cap > KEEP_LINE_CAP) {
+        /* One huge frame must not pin megabytes for the connection. */
+        free(ch->line);
+        ch->line = NULL;
+        ch->line_cap = 0;
+    }
+}
+
+static void stdout_bytes(struct stdio_child *ch, const char *p, size_t n)
+{
+    const char *end = p + n;
+    size_t max = ch->conn->st->max_line + 1;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t seg = (size_t)((nl ? nl : end) - p);
+        bool ok;
+
+        if (ch->line_len + seg > max) {
+            limit_exceeded(ch);
+            return;
+        }
+        if (nl && ch->line_len == 0) {
+            ok = frame(ch, p, seg); /* whole line in the chunk: no copy */
+        } else if (!line_append(ch, p, seg)) {
+            struct aur_error e;
+            aur_fail(&e, AUR_E_NOMEM, 0, "%s: no memory for a frame",
+                     ch->conn->package);
+            set_flag(ch, &ch->out_done);
+            report_closed(ch, &e);
+            return;
+        } else if (nl) {
+            ok = frame(ch, ch->line, ch->line_len);
+            line_reset(ch);
+        } else {
+            ok = true;
+        }
+        if (!ok)
+            return;
+        p += seg + (nl ? 1 : 0);
+    }
+}
+
+static void read_stdout(struct stdio_child *ch, char *chunk)
+{
+    ssize_t n = read(ch->out_fd, chunk, CHUNK);
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n > 0) {
+        stdout_bytes(ch, chunk, (size_t)n);
+        return;
+    }
+    /* EOF (or a read error, which ends the stream the same way).  A
+     * final unterminated line is still a frame. */
+    if (ch->line_len > 0 && frame(ch, ch->line, ch->line_len))
+        line_reset(ch);
+    set_flag(ch, &ch->out_done);
+}
+
+/* ------------------------------------------------------------------ */
+/* stderr: one log line per line, capped and sanitised                */
+/* ------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char b = s[0], lo = 0x80, hi = 0xbf;
+    size_t k, i;
+
+    if (b >= 0xc2 && b <= 0xdf)
+        k = 2;
+    else if (b >= 0xe0 && b <= 0xef)
+        k = 3;
+    else if (b >= 0xf0 && b <= 0xf4)
+        k = 4;
+    else
+        return 0;
+    if (b == 0xe0)
+        lo = 0xa0;
+    else if (b == 0xed)
+        hi = 0x9f;
+    else if (b == 0xf0)
+        lo = 0x90;
+    else if (b == 0xf4)
+        hi = 0x8f;
+    if (n < k || s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return k;
+}
+
+/* In place: control bytes and invalid UTF-8 become '?'.  A sequence cut
+ * by truncation at the end is dropped.  Returns the new length. */
+static size_t sanitise(char *buf, size_t n, bool cut)
+{
+    unsigned char *s = (unsigned char *)buf;
+    size_t i = 0, o = 0;
+
+    while (i < n) {
+        size_t k;
+        if (s[i] < 0x80) {
+            s[o++] = (s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+            i++;
+            continue;
+        }
+        k = utf8_seq(s + i, n - i);
+        if (k == 0 && cut && n - i < 4 && s[i] >= 0xc2)
+            break; /* probably a character the cap split */
+        if (k == 0) {
+            s[o++] = '?';
+            i++;
+            continue;
+        }
+        memmove(s + o, s + i, k);
+        o += k;
+        i += k;
+    }
+    return o;
+}
+
+static void stderr_emit(struct stdio_child *ch)
+{
+    const struct stdio_state *st = ch->conn->st;
+    size_t n = ch->eline_len;
+
+    if (!ch->etrunc && n > 0 && ch->eline[n - 1] == '\r')
+        n--;
+    n = sanitise(ch->eline, n, ch->etrunc);
+    if (n > 0 || ch->etrunc)
+        st->host->log(st->self, AUR_LOG_INFO, "[%s] stderr: %.*s%s",
+                      ch->conn->package, (int)n, ch->eline,
+                      ch->etrunc ? " [truncated]" : "");
+    ch->eline_len = 0;
+    ch->etrunc = false;
+}
+
+static void stderr_bytes(struct stdio_child *ch, const char *p, size_t n)
+{
+    const char *end = p + n;
+    size_t cap = ch->conn->st->stderr_line;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t seg = (size_t)((nl ? nl : end) - p);
+        size_t room = cap - ch->eline_len;
+        size_t take = seg < room ? seg : room;
+
+        memcpy(ch->eline + ch->eline_len, p, take);
+        ch->eline_len += take;
+        if (take < seg)
+            ch->etrunc = true; /* the rest of this line is skipped */
+        if (nl)
+            stderr_emit(ch);
+        p += seg + (nl ? 1 : 0);
+    }
+}
+
+static void read_stderr(struct stdio_child *ch, char *chunk)
+{
+    ssize_t n = read(ch->err_fd, chunk, CHUNK);
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n > 0) {
+        stderr_bytes(ch, chunk, (size_t)n);
+        return;
+    }
+    if (ch->eline_len > 0 || ch->etrunc)
+        stderr_emit(ch);
+    set_flag(ch, &ch->err_done);
+}
+
+/* ------------------------------------------------------------------ */
+/* The thread                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Peek without reaping: the zombie keeps the pid and process group id
+ * reserved until stdio_child_stop has signalled the group. */
+static void check_exit(struct stdio_child *ch)
+{
+    siginfo_t si;
+
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
+        if (errno != ECHILD)
+            return;
+        /* Reaped behind our back (a host with SIGCHLD set to SIG_IGN):
+         * gone, status unknown.  Without this a readable pidfd would spin
+         * the loop. */
+        si.si_code = 0;
+        si.si_status = -1;
+    } else if (si.si_pid != ch->pid) {
+        return;
+    }
+    pthread_mutex_lock(&ch->mu);
+    ch->exit_code = si.si_code;
+    ch->exit_status = si.si_status;
+    ch->exited = true;
+    pthread_cond_broadcast(&ch->cv);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/* Exit and stdout EOF normally come together; either alone waits
+ * LINGER_MS for the other before on_closed.  Returns the poll timeout. */
+static int decide(struct stdio_child *ch, int64_t *linger_until)
+{
+    const struct aur_host *h = ch->conn->st->host;
+    int64_t now;
+
+    if (ch->reported || (!ch->exited && !ch->out_done)) {
+        *linger_until = -1;
+        return -1;
+    }
+    if (ch->exited && ch->out_done) {
+        report_exit(ch);
+        return -1;
+    }
+    now = h->now_ms();
+    if (*linger_until < 0)
+        *linger_until = now + LINGER_MS;
+    if (now >= *linger_until) {
+        if (ch->exited)
+            report_exit(ch);
+        else
+            report_closed(ch, NULL); /* it closed stdout: clean EOF */
+        *linger_until = -1;
+        return -1;
+    }
+    return (int)(*linger_until - now);
+}
+
+void *stdio_io_main(void *arg)
+{
+    struct stdio_child *ch = arg;
+    int64_t linger_until = -1;
+    int timeout = -1;
+    char *chunk = malloc(CHUNK);
+
+    if (!chunk) {
+        struct aur_error e;
+        aur_fail(&e, AUR_E_NOMEM, 0, "%s: no memory for the reader",
+                 ch->conn->package);
+        report_closed(ch, &e);
+        return NULL;
+    }
+    for (;;) {
+        struct pollfd p[4];
+        int n = 0, io = -1, ie = -1, ip = -1, t = timeout;
+
+        p[n++] = (struct pollfd){.fd = ch->stop_r, .events = POLLIN};
+        if (!ch->out_done) {
+            io = n;
+            p[n++] = (struct pollfd){.fd = ch->out_fd, .events = POLLIN};
+        }
+        if (!ch->err_done) {
+            ie = n;
+            p[n++] = (struct pollfd){.fd = ch->err_fd, .events = POLLIN};
+        }
+        if (!ch->exited && ch->pidfd >= 0) {
+            ip = n;
+            p[n++] = (struct pollfd){.fd = ch->pidfd, .events = POLLIN};
+        } else if (!ch->exited && (t < 0 || t > EXIT_POLL_MS)) {
+            t = EXIT_POLL_MS;
+        }
+        if (poll(p, (nfds_t)n, t) < 0 && errno != EINTR)
+            break; /* cannot happen with valid fds; stop will join us */
+        if (p[0].revents)
+            break;
+        if (!ch->exited && (ip < 0 || p[ip].revents))
+            check_exit(ch);
+        if (io >= 0 && p[io].revents)
+            read_stdout(ch, chunk);
+        if (ie >= 0 && p[ie].revents)
+            read_stderr(ch, chunk);
+        timeout = decide(ch, &linger_until);
+    }
+    free(chunk);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The writer                                                         */
+/* ------------------------------------------------------------------ */
+
+static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
+                     const struct aur_host *h, size_t *done, int *eno)
+{
+    size_t total = len + 1;
+
+    while (*done < total) {
+        struct iovec iov[2];
+        int cnt = 0;
+        ssize_t n;
+
+        if (*done < len)
+            iov[cnt++] = (struct iovec){(void *)(buf + *done), len - *done};
+        iov[cnt++] = (struct iovec){(void *)"\n", 1};
+        n = writev(fd, iov, cnt);
+        if (n > 0) {
+            *done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            int64_t rem = aur_remaining_ms(h, dl);
+            if (rem == 0)
+                return AUR_E_TIMEOUT;
+            poll(&p, 1, rem > INT_MAX ? INT_MAX : (int)rem);
+            continue; /* POLLERR shows up as EPIPE on the next writev */
+        }
+        *eno = n < 0 ? errno : EIO;
+        return *eno == EPIPE ? AUR_E_CLOSED : AUR_E_IO;
+    }
+    return AUR_OK;
+}
+
+int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
+                      aur_deadline dl, struct aur_error *err)
+{
+    const char *pkg = ch->conn->package;
+    sigset_t pipe_set, old, pending;
+    bool was_pending;
+    size_t done = 0;
+    bool exited;
+    int rc, eno = 0;
+
+    pthread_mutex_lock(&ch->mu);
+    exited = ch->exited;
+    pthread_mutex_unlock(&ch->mu);
+    if (exited || ch->in_fd < 0 || ch->in_broken)
+        return aur_fail(err, AUR_E_CLOSED, 0, "%s: %s", pkg,
+                        ch->in_broken ? "stdin framing lost by an "
+                                        "earlier failed write"
+                                      : "App process has exited");
+
+    /* The host normally ignores SIGPIPE; if it does not, a write to a dead
+     * child must still not kill it: block the signal on this thread and
+     * swallow the one our EPIPE raised. */
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigpending(&pending);
+    was_pending = sigismember(&pending, SIGPIPE) == 1;
+    rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
+                   &eno);
+    if (rc == AUR_E_CLOSED && !was_pending) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    if (rc == AUR_OK)
+        return AUR_OK;
+    if (rc == AUR_E_CLOSED || done > 0)
+        ch->in_broken = true;
+    if (rc == AUR_E_TIMEOUT)
+        return aur_fail(err, rc, 0,
+                        "%s: App did not read its stdin before the "
+                        "deadline (%zu of %zu bytes written)",
+                        pkg, done, len + 1);
+    if (rc == AUR_E_CLOSED)
+        return aur_fail(err, rc, EPIPE, "%s: App closed its stdin", pkg);
+    return aur_fail(err, rc, eno, "%s: write to App stdin failed", pkg);
+}

@@ -1,0 +1,353 @@
+/*
+ * stdio_plugin.c - transport-stdio: JSON-RPC over a child's stdin/stdout
+ * (mcp-wire.md §f, aurora-semantics.md §4.4).
+ *
+ * Plugin settings, [transport-stdio] in host.ini (all optional):
+ *   max_line_bytes     default 16777216 (1024 .. 1073741824).  A stdout
+ *                      line longer than this loses framing: on_closed
+ *                      with AUR_E_LIMIT and stdout is no longer read.
+ *   stderr_line_bytes  default 4096 (64 .. 1048576).  Longer stderr lines
+ *                      are logged cut, with " [truncated]".
+ *   term_grace_ms      default 2000 (0 .. 600000).  Shutdown waits this
+ *                      long after closing stdin before SIGTERM, and again
+ *                      before SIGKILL; both waits end at the close
+ *                      deadline, except that SIGTERM always gets 200 ms.
+ *
+ * Endpoint keys (the App's [stdio] section plus the core's keys):
+ *   command (required; PATH lookup with the host's PATH, as execvp),
+ *   arg (repeatable), working_dir (absolute), env (repeatable variable
+ *   names the child may inherit), package (tags log lines).  timeout_ms is
+ *   not used: every call carries its own deadline.
+ *
+ * The child gets HOME LOGNAME PATH SHELL TERM USER (when set and not
+ * starting with "()") plus the whitelisted names that are set; it runs in
+ * its own process group, which close() kills as a whole.  Child stderr
+ * goes to the host log at info, one line per line, tagged with the
+ * package.  Malformed stdout frames and non-objects are dropped and logged
+ * by size only.
+ *
+ * Threads: open/send/close/reopen from any thread, send concurrently
+ * (serialised by a write token that still honours each sender's deadline);
+ * sink calls come from the child's I/O thread (stdio_io.c).  The host is
+ * expected to ignore SIGPIPE; send blocks it on its own thread anyway.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <json-c/json.h>
+
+#define SERIALISE_FLAGS                                                      \
+    (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* ------------------------------------------------------------------ */
+/* init / fini                                                        */
+/* ------------------------------------------------------------------ */
+
+static int cfg_range(const struct aur_host *h, const struct aur_cfg *cfg,
+                     const char *key, int64_t dflt, int64_t lo, int64_t hi,
+                     int64_t *out, struct aur_error *err)
+{
+    int rc = h->cfg_int(cfg, key, dflt, out, err);
+
+    if (rc != AUR_OK)
+        return rc;
+    if (*out < lo || *out > hi)
+        return aur_fail(err, AUR_E_CONFIG, 0,
+                        "[transport-stdio] %s must be between %lld and %lld",
+                        key, (long long)lo, (long long)hi);
+    return AUR_OK;
+}
+
+static int stdio_init(const struct aur_host *host, struct aur_self *self,
+                      const struct aur_cfg *cfg, void **state,
+                      struct aur_error *err)
+{
+    struct stdio_state *st;
+    int64_t max_line, err_line, grace;
+    int rc;
+
+    if (!AUR_HAS(host, json_parse) || !host->log || !host->now_ms ||
+        !host->cfg_int || !host->cfg_str || !host->cfg_count ||
+        !host->cfg_str_at)
+        return aur_fail(err, AUR_E_PLUGIN, 0,
+                        "transport-stdio needs a host with json_parse");
+    rc = cfg_range(host, cfg, "max_line_bytes", 16777216, 1024,
+                   1073741824, &max_line, err);
+    if (rc == AUR_OK)
+        rc = cfg_range(host, cfg, "stderr_line_bytes", 4096, 64, 1048576,
+                       &err_line, err);
+    if (rc == AUR_OK)
+        rc = cfg_range(host, cfg, "term_grace_ms", 2000, 0, 600000, &grace,
+                       err);
+    if (rc != AUR_OK)
+        return rc;
+    st = calloc(1, sizeof *st);
+    if (!st)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    st->host = host;
+    st->self = self;
+    st->max_line = (size_t)max_line;
+    st->stderr_line = (size_t)err_line;
+    st->term_grace_ms = grace;
+    *state = st;
+    return AUR_OK;
+}
+
+static void stdio_fini(void *state) { free(state); }
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                        */
+/* ------------------------------------------------------------------ */
+
+static void strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static void conn_free(struct aur_conn *c)
+{
+    free(c->package);
+    free(c->command);
+    free(c->cwd);
+    strv_free(c->argv);
+    strv_free(c->env_names);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static bool env_name_ok(const char *s)
+{
+    return s && *s && !strchr(s, '=');
+}
+
+/* argv, environment whitelist and working_dir from the endpoint. */
+static int conn_parse(struct aur_conn *c, const struct aur_cfg *ep,
+                      struct aur_error *err)
+{
+    const struct aur_host *h = c->st->host;
+    const char *cmd = h->cfg_str(ep, "command", NULL);
+    const char *cwd = h->cfg_str(ep, "working_dir", NULL);
+    size_t na = h->cfg_count(ep, "arg"), ne = h->cfg_count(ep, "env");
+    struct stat sb;
+
+    c->package = strdup(h->cfg_str(ep, "package", "stdio-app"));
+    if (!c->package)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    if (!cmd || !*cmd)
+        return aur_fail(err, AUR_E_CONFIG, 0, "%s: [stdio] command is "
+                        "missing", c->package);
+    if (cwd && cwd[0] != '/')
+        return aur_fail(err, AUR_E_CONFIG, 0, "%s: working_dir must be "
+                        "absolute", c->package);
+    if (cwd && (stat(cwd, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        return aur_fail(err, AUR_E_SPAWN, errno, "%s: cannot start '%s': "
+                        "working_dir '%s' is not a directory", c->package,
+                        cmd, cwd);
+    c->command = strdup(cmd);
+    c->cwd = cwd ? strdup(cwd) : NULL;
+    c->argv = calloc(na + 2, sizeof *c->argv);
+    c->env_names = calloc(ne + 1, sizeof *c->env_names);
+    if (!c->command || (cwd && !c->cwd) || !c->argv || !c->env_names)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    if (!(c->argv[0] = strdup(cmd)))
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    for (size_t i = 0; i < na; i++) {
+        const char *a = h->cfg_str_at(ep, "arg", i);
+        if (!(c->argv[i + 1] = strdup(a ? a : "")))
+            return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < ne; i++) {
+        const char *n = h->cfg_str_at(ep, "env", i);
+        bool dup = false;
+        if (!env_name_ok(n))
+            return aur_fail(err, AUR_E_CONFIG, 0, "%s: [stdio] env: not a "
+                            "variable name", c->package);
+        for (size_t j = 0; j < c->n_env && !dup; j++)
+            dup = strcmp(c->env_names[j], n) == 0;
+        if (dup)
+            continue;
+        if (!(c->env_names[c->n_env] = strdup(n)))
+            return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+        c->n_env++;
+    }
+    return AUR_OK;
+}
+
+static int stdio_open(void *state, const struct aur_cfg *endpoint,
+                      const struct aur_sink *sink, aur_deadline dl,
+                      struct aur_conn **out, uint32_t *out_caps,
+                      struct aur_error *err)
+{
+    struct stdio_state *st = state;
+    struct aur_conn *c;
+    size_t n;
+    int rc;
+
+    if (!sink || !sink->on_message || !sink->on_closed || !out)
+        return aur_fail(err, AUR_E_INVAL, 0, "open: sink and out required");
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    c->st = st;
+    n = sink->struct_size < sizeof c->sink ? sink->struct_size
+                                           : sizeof c->sink;
+    memcpy(&c->sink, sink, n);
+    pthread_mutex_init(&c->mu, NULL);
+    if (stdio_cond_init(&c->cv) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        free(c);
+        return aur_fail(err, AUR_E_NOMEM, 0, "cannot create a cond");
+    }
+    rc = conn_parse(c, endpoint, err);
+    if (rc == AUR_OK)
+        rc = stdio_child_start(c, &c->child, err);
+    if (rc != AUR_OK) {
+        conn_free(c);
+        return rc;
+    }
+    st->host->log(st->self, AUR_LOG_DEBUG, "%s: started '%s' (pid %d)",
+                  c->package, c->command, (int)c->child->pid);
+    *out = c;
+    if (out_caps)
+        *out_caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS;
+    (void)dl; /* spawning does not block */
+    return AUR_OK;
+}
+
+/* Take the write token before dl. */
+static int token_take(struct aur_conn *c, aur_deadline dl,
+                      struct aur_error *err)
+{
+    const struct aur_host *h = c->st->host;
+    int rc = AUR_OK;
+
+    pthread_mutex_lock(&c->mu);
+    while (c->writing && stdio_cond_wait(h, &c->cv, &c->mu, dl))
+        ;
+    if (c->writing)
+        rc = aur_fail(err, AUR_E_TIMEOUT, 0, "%s: another send held stdin "
+                      "past the deadline", c->package);
+    else if (c->closing)
+        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s: connection is closing",
+                      c->package);
+    else
+        c->writing = true;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+static void token_give(struct aur_conn *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->writing = false;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static int stdio_send(struct aur_conn *c, struct json_object *msg,
+                      aur_deadline dl, struct aur_error *err)
+{
+    size_t len = 0;
+    const char *s;
+    int rc;
+
+    if (!c || !msg)
+        return aur_fail(err, AUR_E_INVAL, 0, "send: no message");
+    /* Compact: one line, no raw newline can appear (json-c escapes). */
+    s = json_object_to_json_string_length(msg, SERIALISE_FLAGS, &len);
+    if (!s)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s: cannot serialise",
+                        c->package);
+    rc = token_take(c, dl, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (!c->child)
+        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s: no App process",
+                      c->package);
+    else
+        rc = stdio_child_write(c->child, s, len, dl, err);
+    token_give(c);
+    return rc;
+}
+
+static void stdio_close(struct aur_conn *c, aur_deadline dl)
+{
+    const struct aur_host *h;
+
+    if (!c)
+        return;
+    h = c->st->host;
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    /* The contract forbids a concurrent send; this only covers a sender
+     * still finishing as close is called. */
+    while (c->writing && stdio_cond_wait(h, &c->cv, &c->mu, dl))
+        ;
+    pthread_mutex_unlock(&c->mu);
+    if (c->child)
+        stdio_child_stop(c->child, dl);
+    c->child = NULL;
+    conn_free(c);
+}
+
+static int stdio_reopen(struct aur_conn *c, aur_deadline dl,
+                        struct aur_error *err)
+{
+    struct stdio_child *old;
+    int rc;
+
+    if (!c)
+        return aur_fail(err, AUR_E_INVAL, 0, "reopen: no connection");
+    rc = token_take(c, dl, err);
+    if (rc != AUR_OK)
+        return rc;
+    old = c->child;
+    c->child = NULL;
+    if (old)
+        stdio_child_stop(old, dl); /* retired first: no on_closed */
+    rc = stdio_child_start(c, &c->child, err);
+    if (rc == AUR_OK)
+        c->st->host->log(c->st->self, AUR_LOG_INFO,
+                         "%s: App process restarted (pid %d)", c->package,
+                         (int)c->child->pid);
+    token_give(c);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Descriptor                                                         */
+/* ------------------------------------------------------------------ */
+
+static const struct aur_transport_ops stdio_ops = {
+    .struct_size = sizeof stdio_ops,
+    .caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS,
+    .open = stdio_open,
+    .send = stdio_send,
+    .close = stdio_close,
+    .reopen = stdio_reopen,
+};
+
+AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);
+
+AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
+{
+    static const struct aur_plugin_desc desc = {
+        AUR_DESC_HEADER(AUR_KIND_TRANSPORT),
+        .name = "transport-stdio",
+        .version = "0.1.0",
+        .summary = "JSON-RPC over a child process's stdin/stdout",
+        .init = stdio_init,
+        .fini = stdio_fini,
+        .ops = &stdio_ops,
+    };
+    (void)host_abi; /* 1.0 is all this plugin speaks */
+    return &desc;
+}

@@ -1,0 +1,434 @@
+/*
+ * stdio_spawn.c - the child process: environment, spawn, termination.
+ *
+ * The child runs in its own process group with only its three pipes open
+ * and the environment of aurora-semantics.md §4.4 (safe base plus the
+ * App's whitelist, nothing else).  posix_spawnp reports a failed chdir or
+ * exec as its return value (glibc's clone-based spawn passes the child's
+ * errno back), so a failed start never looks like a started App.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* After SIGKILL, how long the leader may take to become a zombie, and the
+ * rest of its group to vanish. */
+#define KILL_WAIT_MS 1000
+/* SIGTERM always gets at least this long, even past the deadline. */
+#define TERM_MIN_MS 200
+/* After the group is gone, how long the last stdout/stderr bytes may take
+ * to drain before the I/O thread is stopped regardless (an escaped
+ * grandchild may hold the pipes forever). */
+#define DRAIN_MS 250
+#define GROUP_POLL_MS 10
+
+extern char **environ;
+
+static const char *const safe_base[] = {"HOME",  "LOGNAME", "PATH",
+                                        "SHELL", "TERM",    "USER"};
+
+/* ------------------------------------------------------------------ */
+/* Environment                                                        */
+/* ------------------------------------------------------------------ */
+
+static bool whitelisted(const struct aur_conn *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_env; i++)
+        if (strcmp(c->env_names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static char *env_entry(const char *name, const char *value)
+{
+    size_t n = strlen(name), m = strlen(value);
+    char *s = malloc(n + m + 2);
+
+    if (s) {
+        memcpy(s, name, n);
+        s[n] = '=';
+        memcpy(s + n + 1, value, m + 1);
+    }
+    return s;
+}
+
+static void env_free(char **envp)
+{
+    for (size_t i = 0; envp && envp[i]; i++)
+        free(envp[i]);
+    free(envp);
+}
+
+/* NULL-terminated "NAME=value" array read from the host environment now;
+ * a whitelisted name wins over (here: replaces) the base entry. */
+static char **env_build(const struct aur_conn *c)
+{
+    size_t nb = sizeof safe_base / sizeof safe_base[0], n = 0;
+    char **envp = calloc(nb + c->n_env + 1, sizeof *envp);
+
+    if (!envp)
+        return NULL;
+    for (size_t i = 0; i < nb; i++) {
+        const char *v = getenv(safe_base[i]);
+        /* "()" marks an exported shell function (Shellshock hygiene). */
+        if (!v || strncmp(v, "()", 2) == 0 || whitelisted(c, safe_base[i]))
+            continue;
+        if (!(envp[n++] = env_entry(safe_base[i], v)))
+            goto fail;
+    }
+    for (size_t i = 0; i < c->n_env; i++) {
+        const char *v = getenv(c->env_names[i]);
+        if (!v)
+            continue;
+        if (!(envp[n++] = env_entry(c->env_names[i], v)))
+            goto fail;
+    }
+    return envp;
+fail:
+    env_free(envp);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Spawn                                                              */
+/* ------------------------------------------------------------------ */
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* The child's pipe ends are dup2'ed onto 0..2, so none of ours may sit
+ * there (possible if the host runs with a standard stream closed). */
+static int pipe_high(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return errno;
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] <= STDERR_FILENO) {
+            int hi = fcntl(fds[i], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+            if (hi < 0)
+                return errno;
+            close(fds[i]);
+            fds[i] = hi;
+        }
+    }
+    return 0;
+}
+
+static int set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return errno;
+    return 0;
+}
+
+static void child_free(struct stdio_child *ch)
+{
+    close_fd(&ch->in_fd);
+    close_fd(&ch->out_fd);
+    close_fd(&ch->err_fd);
+    close_fd(&ch->pidfd);
+    close_fd(&ch->stop_r);
+    close_fd(&ch->stop_w);
+    pthread_cond_destroy(&ch->cv);
+    pthread_mutex_destroy(&ch->mu);
+    free(ch->line);
+    free(ch->eline);
+    free(ch);
+}
+
+static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
+{
+    const struct aur_conn *c = ch->conn;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, all;
+    char **envp = env_build(c);
+    int rc;
+
+    if (!envp)
+        return ENOMEM;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    /* The host ignores SIGPIPE; an App must not inherit that. */
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
+                                      POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    rc = posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, errp[1], STDERR_FILENO);
+    if (rc == 0 && c->cwd)
+        rc = posix_spawn_file_actions_addchdir_np(&fa, c->cwd);
+    if (rc == 0) /* whatever else the host has open without CLOEXEC */
+        rc = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+    /* PATH lookup uses the host's PATH, as execvp does; envp is only what
+     * the child gets. */
+    if (rc == 0)
+        rc = posix_spawnp(&ch->pid, c->command, &fa, &at, c->argv, envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    env_free(envp);
+    return rc;
+}
+
+/* Undo a started child when the thread cannot be started. */
+static void kill_now(struct stdio_child *ch)
+{
+    kill(-ch->pid, SIGKILL);
+    while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
+                      struct aur_error *err)
+{
+    struct stdio_child *ch = calloc(1, sizeof *ch);
+    int in[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1};
+    int stop[2] = {-1, -1};
+    char eb[128];
+    int rc = 0, code;
+
+    if (!ch)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s: out of memory",
+                        c->package);
+    ch->conn = c;
+    ch->in_fd = ch->out_fd = ch->err_fd = ch->pidfd = -1;
+    ch->stop_r = ch->stop_w = -1;
+    pthread_mutex_init(&ch->mu, NULL);
+    if (stdio_cond_init(&ch->cv) != 0) {
+        pthread_mutex_destroy(&ch->mu);
+        free(ch);
+        return aur_fail(err, AUR_E_NOMEM, 0, "%s: cannot create a cond",
+                        c->package);
+    }
+    ch->eline = malloc(c->st->stderr_line);
+    if (!ch->eline)
+        rc = ENOMEM;
+    if (rc == 0)
+        rc = pipe_high(in);
+    if (rc == 0)
+        rc = pipe_high(op);
+    if (rc == 0)
+        rc = pipe_high(ep);
+    if (rc == 0)
+        rc = pipe_high(stop);
+    ch->in_fd = in[1];
+    ch->out_fd = op[0];
+    ch->err_fd = ep[0];
+    ch->stop_r = stop[0];
+    ch->stop_w = stop[1];
+    if (rc == 0)
+        rc = set_nonblock(ch->in_fd);
+    if (rc == 0)
+        rc = set_nonblock(ch->out_fd);
+    if (rc == 0)
+        rc = set_nonblock(ch->err_fd);
+    if (rc != 0) {
+        code = aur_fail(err, rc == ENOMEM ? AUR_E_NOMEM : AUR_E_IO, rc,
+                        "%s: cannot create pipes: %s", c->package,
+                        strerror_r(rc, eb, sizeof eb));
+        goto fail;
+    }
+    rc = spawn(ch, in, op, ep);
+    close_fd(&in[0]);
+    close_fd(&op[1]);
+    close_fd(&ep[1]);
+    if (rc != 0) {
+        /* Name the command only: arguments and env may carry secrets. */
+        code = aur_fail(err, AUR_E_SPAWN, rc, "%s: cannot start '%s': %s",
+                        c->package, c->command,
+                        strerror_r(rc, eb, sizeof eb));
+        goto fail;
+    }
+    ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
+    if (ch->pidfd < 0)
+        ch->pidfd = -1; /* old kernel: the thread polls waitid */
+    rc = pthread_create(&ch->thread, NULL, stdio_io_main, ch);
+    if (rc != 0) {
+        kill_now(ch);
+        code = aur_fail(err, AUR_E_NOMEM, rc,
+                        "%s: cannot start the I/O thread", c->package);
+        goto fail;
+    }
+    *out = ch;
+    return AUR_OK;
+fail:
+    close_fd(&in[0]);
+    close_fd(&op[1]);
+    close_fd(&ep[1]);
+    child_free(ch);
+    return code;
+}
+
+/* ------------------------------------------------------------------ */
+/* Termination                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Wait (bounded by until_ms) for the flag the I/O thread sets. */
+static bool wait_for(struct stdio_child *ch, const bool *flag,
+                     const bool *flag2, int64_t until_ms)
+{
+    const struct aur_host *h = ch->conn->st->host;
+    bool ok;
+
+    pthread_mutex_lock(&ch->mu);
+    while (!(*flag && (!flag2 || *flag2)) &&
+           stdio_cond_wait(h, &ch->cv, &ch->mu, until_ms))
+        ;
+    ok = *flag && (!flag2 || *flag2);
+    pthread_mutex_unlock(&ch->mu);
+    return ok;
+}
+
+/* State and process group of /proc/<pid>/stat, after the comm field. */
+static bool proc_stat(const char *pid, char *state, long *pgrp)
+{
+    char path[64], buf[512];
+    ssize_t n;
+    char *p;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && sscanf(p + 1, " %c %*d %ld", state, pgrp) == 2;
+}
+
+/* Does the group still have a member that is not a zombie?  Zombies are
+ * dead already; a reaper that never reaps (some container inits) must not
+ * make every close wait. */
+static bool group_alive(pid_t pgid)
+{
+    bool alive = false;
+    struct dirent *de;
+    DIR *d;
+
+    if (kill(-pgid, 0) != 0)
+        return errno != ESRCH;
+    d = opendir("/proc");
+    if (!d)
+        return true;
+    while (!alive && (de = readdir(d)) != NULL) {
+        char state;
+        long pgrp;
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        if (proc_stat(de->d_name, &state, &pgrp) && pgrp == (long)pgid &&
+            state != 'Z' && state != 'X')
+            alive = true;
+    }
+    closedir(d);
+    return alive;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* close stdin, wait, SIGTERM the group, wait, SIGKILL the group. */
+static void escalate(struct stdio_child *ch, aur_deadline dl)
+{
+    const struct stdio_state *st = ch->conn->st;
+    const struct aur_host *h = st->host;
+    int64_t now = h->now_ms();
+
+    close_fd(&ch->in_fd); /* the App's cue to exit (spec SHOULD) */
+    if (!wait_for(ch, &ch->exited, NULL,
+                  min64(dl, now + st->term_grace_ms))) {
+        int64_t until;
+        kill(-ch->pid, SIGTERM);
+        now = h->now_ms();
+        until = now + st->term_grace_ms;
+        if (dl < until)
+            until = dl > now + TERM_MIN_MS ? dl : now + TERM_MIN_MS;
+        wait_for(ch, &ch->exited, NULL, until);
+    }
+    /* Always: the group may hold more than the leader, and the leader,
+     * alive or a zombie, still reserves the group id. */
+    kill(-ch->pid, SIGKILL);
+}
+
+void stdio_child_stop(struct stdio_child *ch, aur_deadline dl)
+{
+    const struct stdio_state *st = ch->conn->st;
+    const struct aur_host *h = st->host;
+    int64_t until;
+    bool exited;
+
+    pthread_mutex_lock(&ch->mu);
+    ch->retired = true;
+    until = h->now_ms() + KILL_WAIT_MS;
+    /* Sink calls are non-blocking by contract; the bound is a backstop. */
+    while (ch->busy > 0 && stdio_cond_wait(h, &ch->cv, &ch->mu, until))
+        ;
+    pthread_mutex_unlock(&ch->mu);
+
+    escalate(ch, dl);
+    exited = wait_for(ch, &ch->exited, NULL, h->now_ms() + KILL_WAIT_MS);
+    if (exited) {
+        while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    } else {
+        /* Uninterruptible sleep, or someone else reaped it: we cannot
+         * block on it. */
+        waitpid(ch->pid, NULL, WNOHANG);
+        h->log(st->self, AUR_LOG_WARN,
+               "%s: App process %d did not exit after SIGKILL",
+               ch->conn->package, (int)ch->pid);
+    }
+    until = h->now_ms() + KILL_WAIT_MS;
+    while (group_alive(ch->pid) && h->now_ms() < until) {
+        /* Live members keep the group id reserved, so this cannot hit a
+         * stranger. */
+        kill(-ch->pid, SIGKILL);
+        sleep_ms(GROUP_POLL_MS);
+    }
+    if (group_alive(ch->pid))
+        h->log(st->self, AUR_LOG_WARN,
+               "%s: process group %d survived SIGKILL", ch->conn->package,
+               (int)ch->pid);
+
+    wait_for(ch, &ch->out_done, &ch->err_done, h->now_ms() + DRAIN_MS);
+    while (write(ch->stop_w, "x", 1) < 0 && errno == EINTR)
+        ;
+    pthread_join(ch->thread, NULL);
+    child_free(ch);
+}

@@ -1,0 +1,630 @@
+/*
+ * check_startup.c - startup against real child processes (our C fixture
+ * server): negotiation per era, listen before list, pagination, changes
+ * during startup, naming failures, deadlines, cleanup, agents, journal.
+ */
+#define _GNU_SOURCE 1
+#include <aurora/aur_host.h>
+#include <check.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "support/harness.h"
+
+static char *dir;
+static char *fixture;
+static char *logpath;
+
+static void setup(void)
+{
+    dir = h_mkconfig(NULL, NULL);
+    fixture = h_bin("bin/aur-fixture-server");
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+}
+
+static void teardown(void)
+{
+    h_rmtree(dir);
+    free(dir);
+    free(fixture);
+    free(logpath);
+}
+
+/* The fixture with --log <logpath> and then the given options. */
+static void add_fixture(const char *file, const char *pkg, double timeout,
+                        const char *const *opts)
+{
+    const char *args[40];
+    size_t n = 0;
+    args[n++] = "--log";
+    args[n++] = logpath;
+    for (size_t i = 0; opts && opts[i] && n < 38; i++)
+        args[n++] = opts[i];
+    args[n] = NULL;
+    h_add_app(dir, file, pkg, timeout, NULL, fixture, args);
+}
+
+static int start(struct aur_mcp **h, struct aur_startup_error *serr)
+{
+    struct aur_error err;
+    int rc;
+    memset(serr, 0, sizeof *serr);
+    *h = NULL;
+    rc = aur_mcp_create(dir, NULL, h, serr, &err);
+    ck_assert_msg(rc == AUR_OK, "create: %s", err.msg);
+    return aur_mcp_start(*h, serr, &err);
+}
+
+static struct json_object *app_status(struct aur_mcp *h, size_t i)
+{
+    struct json_object *st = aur_mcp_status_json(h, 0), *apps;
+    ck_assert(json_object_object_get_ex(st, "apps", &apps));
+    struct json_object *a = json_object_get(json_object_array_get_idx(apps, i));
+    json_object_put(st);
+    return a;
+}
+
+static const char *sget(struct json_object *o, const char *k)
+{
+    struct json_object *v;
+    return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v)
+                                               : NULL;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST(modern_listen_before_list)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "3", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.alpha", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "negotiated_version"), "2026-07-28");
+    ck_assert_str_eq(sget(a, "state"), "ready");
+    json_object_put(a);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 3);
+    ck_assert_str_eq(aur_mcp_tool_at(h, 0)->id, "aur.mcp.org.test.alpha.t0000");
+    /* The change observer is acknowledged before the first page. */
+    int listen = h_first_line(logpath, "subscriptions/listen");
+    int list = h_first_line(logpath, "tools/list");
+    ck_assert_int_ge(listen, 0);
+    ck_assert_int_gt(list, listen);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(legacy_server_negotiates_legacy)
+{
+    const char *opts[] = {"--era", "legacy", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.legacy", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
+    json_object_put(a);
+    ck_assert_int_eq(h_count_lines(logpath, "initialize"), 1);
+    ck_assert_int_eq(h_count_lines(logpath, "notifications/initialized"), 1);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(older_legacy_version_accepted)
+{
+    const char *opts[] = {"--era", "legacy", "--legacy-version", "2024-11-05",
+                          NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.legacy", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "negotiated_version"), "2024-11-05");
+    json_object_put(a);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(unknown_legacy_version_fails_connect)
+{
+    const char *opts[] = {"--era", "legacy", "--legacy-version", "2023-01-01",
+                          NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.legacy", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_str_eq(serr.app, "org.test.legacy");
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(probe_exit_respawns_for_initialize)
+{
+    const char *opts[] = {"--era", "legacy", "--probe-exit", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.rmcp", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
+    json_object_put(a);
+    ck_assert_int_eq(h_count_lines(logpath, "server/discover"), 1);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(probe_silence_is_legacy)
+{
+    const char *opts[] = {"--era", "legacy", "--probe-silent", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    int64_t t0 = now_ms();
+    add_fixture("a.ini", "org.test.silent", 3, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    /* The probe gets half the deadline, then a fresh process answers. */
+    ck_assert_int_lt(now_ms() - t0, 3000);
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
+    json_object_put(a);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(pagination_1000_tools)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "1000", "--page-size",
+                          "7", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.many", 10, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 1000);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/list"), 143);
+    /* sorted by id */
+    for (size_t i = 1; i < aur_mcp_tool_count(h); i++)
+        ck_assert(strcmp(aur_mcp_tool_at(h, i - 1)->id,
+                         aur_mcp_tool_at(h, i)->id) < 0);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(change_during_startup_repages)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "20", "--page-size",
+                          "5", "--change-during-list", "2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.change", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 20);
+    /* The stale pass was abandoned and a clean one read all 4 pages. */
+    ck_assert_int_ge(h_count_lines(logpath, "tools/list"), 2 + 4);
+    struct json_object *a = app_status(h, 0);
+    ck_assert(!json_object_get_boolean(json_object_object_get(a, "restart_required")));
+    json_object_put(a);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(change_always_fails)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "10", "--page-size",
+                          "5", "--change-always", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.change", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "tools/list");
+    ck_assert_ptr_nonnull(strstr(serr.message, "changed"));
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(legacy_change_during_startup_repages)
+{
+    const char *opts[] = {"--era", "legacy", "--tools", "9", "--page-size",
+                          "3", "--change-during-list", "1", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.change", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 9);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+static void expect_list_failure(const char *const *opts, const char *needle)
+{
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.bad", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.code, "startup_failed");
+    ck_assert_str_eq(serr.phase, "tools/list");
+    ck_assert_str_eq(serr.app, "org.test.bad");
+    ck_assert_msg(strstr(serr.message, needle), "message: %s", serr.message);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+
+START_TEST(dotted_name_fails)
+{
+    const char *opts[] = {"--tool-name", "bad.name", NULL};
+    expect_list_failure(opts, "bad.name");
+}
+END_TEST
+
+START_TEST(spaced_name_fails)
+{
+    const char *opts[] = {"--tool-name", "two words", NULL};
+    expect_list_failure(opts, "org.test.bad/two words");
+}
+END_TEST
+
+START_TEST(digit_first_name_fails)
+{
+    const char *opts[] = {"--tool-name", "1st", NULL};
+    expect_list_failure(opts, "1st");
+}
+END_TEST
+
+START_TEST(duplicate_name_fails)
+{
+    const char *opts[] = {"--tool-name", "same", "--tool-name", "same", NULL};
+    expect_list_failure(opts, "duplicate tool name: same");
+}
+END_TEST
+
+START_TEST(non_object_schema_fails)
+{
+    const char *opts[] = {"--bad-schema", NULL};
+    expect_list_failure(opts, "aur.mcp.org.test.bad.bad_schema");
+}
+END_TEST
+
+START_TEST(capital_name_kept_verbatim)
+{
+    const char *opts[] = {"--tool-name", "Screenshot", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.caps", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(aur_mcp_tool_at(h, 0)->id,
+                     "aur.mcp.org.test.caps.Screenshot");
+    ck_assert_str_eq(aur_mcp_tool_at(h, 0)->raw_name, "Screenshot");
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+static void expect_deadline(const char *const *opts, double timeout,
+                            const char *phase)
+{
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    int64_t t0 = now_ms(), took;
+    add_fixture("a.ini", "org.test.hang", timeout, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    took = now_ms() - t0;
+    ck_assert_str_eq(serr.phase, phase);
+    ck_assert_int_ge(took, (int64_t)(timeout * 1000) - 50);
+    ck_assert_int_lt(took, (int64_t)(timeout * 1000) + 2500);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+
+START_TEST(hang_at_initialize_hits_deadline)
+{
+    const char *opts[] = {"--era", "legacy", "--hang-at", "initialize", NULL};
+    expect_deadline(opts, 1.5, "connect");
+}
+END_TEST
+
+START_TEST(hang_between_pages_hits_deadline)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "10", "--page-size",
+                          "2", "--hang-at", "list:3", NULL};
+    expect_deadline(opts, 1.5, "tools/list");
+}
+END_TEST
+
+START_TEST(partial_frame_hits_deadline)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "4", "--page-size",
+                          "2", "--partial-at", "list:2", NULL};
+    expect_deadline(opts, 1.5, "tools/list");
+}
+END_TEST
+
+START_TEST(hang_ignoring_term_is_killed)
+{
+    const char *opts[] = {"--era", "modern", "--hang-at", "list",
+                          "--ignore-term", NULL};
+    expect_deadline(opts, 1.0, "tools/list");
+}
+END_TEST
+
+START_TEST(exit_at_listen_fails_listen)
+{
+    const char *opts[] = {"--era", "modern", "--exit-at", "listen", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.exit", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "catalog/listen");
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(no_ack_fails_listen)
+{
+    const char *opts[] = {"--era", "modern", "--no-ack", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.noack", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "catalog/listen");
+    ck_assert_ptr_nonnull(strstr(serr.message, "list-changed"));
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(exit_mid_list_fails_list)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "6", "--page-size",
+                          "2", "--exit-at", "list:2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.exit", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "tools/list");
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(garbage_frames_are_dropped)
+{
+    const char *opts[] = {"--era", "modern", "--garbage", "--tools", "2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.garbage", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 2);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(first_failure_cancels_and_cleans_up)
+{
+    const char *good[] = {"--era", "modern", "--hang-at", "list", NULL};
+    const char *bad[] = {"--era", "modern", "--exit-at", "discover", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    int64_t t0 = now_ms();
+    add_fixture("a.ini", "org.test.slow", 20, good);
+    add_fixture("b.ini", "org.test.dies", 20, bad);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    /* b failed fast and cancelled a long before its 20 s deadline */
+    ck_assert_int_lt(now_ms() - t0, 8000);
+    ck_assert_str_eq(serr.app, "org.test.dies");
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "state"), "closed");
+    json_object_put(a);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(many_apps_start_concurrently)
+{
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    const char *opts[] = {"--era", "modern", "--tools", "5", NULL};
+    for (int i = 0; i < 8; i++) {
+        char file[32], pkg[64];
+        snprintf(file, sizeof file, "%02d.ini", i);
+        snprintf(pkg, sizeof pkg, "org.test.app%d", i);
+        add_fixture(file, pkg, 10, opts);
+    }
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 40);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(agents_exact_reference_must_exist)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.agents", 5, opts);
+    h_write(dir, "agents.ini",
+            "[agent root]\n"
+            "tools = aur.mcp.org.test.agents.*\n"
+            "tools = !aur.mcp.org.test.agents.t0001\n"
+            "tools = aur.mcp.org.test.nothing.*\n"
+            "tools = aur.mcp.org.test.agents.missing\n");
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "agents");
+    ck_assert_ptr_nonnull(strstr(serr.message, "aur.mcp.org.test.agents.missing"));
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(agents_patterns_pass)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.agents", 5, opts);
+    h_write(dir, "agents.ini",
+            "[agent root]\n"
+            "tools = aur.mcp.**\n"
+            "tools = aur.mcp.org.test.agents.t000?\n"
+            "tools = aur.mcp.org.test.agents.t0001\n"
+            "tools = !aur.mcp.org.test.absent.tool\n");
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+struct lines {
+    int n;
+    char kinds[16][64];
+    char ids[16][200];
+};
+
+static void collect(void *ud, const char *line)
+{
+    struct lines *l = ud;
+    struct json_object *o = json_tokener_parse(line);
+    if (l->n < 16 && o) {
+        snprintf(l->kinds[l->n], sizeof l->kinds[0], "%s",
+                 sget(o, "kind"));
+        snprintf(l->ids[l->n], sizeof l->ids[0], "%s", sget(o, "commit_id"));
+        l->n++;
+    }
+    json_object_put(o);
+}
+
+START_TEST(lifecycle_commits_in_config_order)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "1", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h;
+    struct lines l = {0};
+    add_fixture("a.ini", "org.test.one", 5, opts);
+    add_fixture("b.ini", "org.test.two", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, collect, &l, &err), AUR_OK);
+    ck_assert_int_eq(l.n, 6);
+    ck_assert_str_eq(l.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(l.kinds[1], "mcp.app.ready");
+    ck_assert_str_eq(l.kinds[2], "mcp.app.starting");
+    ck_assert_str_eq(l.kinds[3], "mcp.app.ready");
+    ck_assert_str_eq(l.kinds[4], "mcp.catalog.frozen");
+    ck_assert_str_eq(l.kinds[5], "mcp.catalog.frozen");
+    ck_assert_ptr_nonnull(strstr(l.ids[0], ":org.test.one:starting"));
+    ck_assert_ptr_nonnull(strstr(l.ids[2], ":org.test.two:starting"));
+    ck_assert_ptr_nonnull(strstr(l.ids[5], ":org.test.two:catalog-frozen"));
+    /* scope filter */
+    struct lines s = {0};
+    ck_assert_int_eq(aur_journal_dump(dir, 0, "aurora:mcp:org.test.two",
+                                      collect, &s, &err),
+                     AUR_OK);
+    ck_assert_int_eq(s.n, 3);
+}
+END_TEST
+
+START_TEST(failed_startup_writes_failed_commit)
+{
+    const char *opts[] = {"--tool-name", "bad.name", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h;
+    struct lines l = {0};
+    add_fixture("a.ini", "org.test.bad", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, collect, &l, &err), AUR_OK);
+    ck_assert_int_eq(l.n, 2);
+    ck_assert_str_eq(l.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(l.kinds[1], "mcp.app.failed");
+}
+END_TEST
+
+START_TEST(master_switch_off_starts_nothing)
+{
+    const char *opts[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    h_rmtree(dir);
+    free(dir);
+    dir = h_mkconfig(NULL, "enabled = false");
+    free(logpath);
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    add_fixture("a.ini", "org.test.off", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 0);
+    struct json_object *a = app_status(h, 0);
+    ck_assert_str_eq(sget(a, "state"), "disabled");
+    json_object_put(a);
+    ck_assert_ptr_null(h_slurp(logpath));
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("startup");
+    TCase *neg = tcase_create("negotiation");
+    TCase *cat = tcase_create("catalog");
+    TCase *dl = tcase_create("deadlines");
+    TCase *many = tcase_create("apps");
+    TCase *all[] = {neg, cat, dl, many};
+    for (size_t i = 0; i < 4; i++) {
+        tcase_add_checked_fixture(all[i], setup, teardown);
+        tcase_set_timeout(all[i], 60);
+        suite_add_tcase(s, all[i]);
+    }
+    tcase_add_test(neg, modern_listen_before_list);
+    tcase_add_test(neg, legacy_server_negotiates_legacy);
+    tcase_add_test(neg, older_legacy_version_accepted);
+    tcase_add_test(neg, unknown_legacy_version_fails_connect);
+    tcase_add_test(neg, probe_exit_respawns_for_initialize);
+    tcase_add_test(neg, probe_silence_is_legacy);
+    tcase_add_test(cat, pagination_1000_tools);
+    tcase_add_test(cat, change_during_startup_repages);
+    tcase_add_test(cat, change_always_fails);
+    tcase_add_test(cat, legacy_change_during_startup_repages);
+    tcase_add_test(cat, dotted_name_fails);
+    tcase_add_test(cat, spaced_name_fails);
+    tcase_add_test(cat, digit_first_name_fails);
+    tcase_add_test(cat, duplicate_name_fails);
+    tcase_add_test(cat, non_object_schema_fails);
+    tcase_add_test(cat, capital_name_kept_verbatim);
+    tcase_add_test(cat, garbage_frames_are_dropped);
+    tcase_add_test(dl, hang_at_initialize_hits_deadline);
+    tcase_add_test(dl, hang_between_pages_hits_deadline);
+    tcase_add_test(dl, partial_frame_hits_deadline);
+    tcase_add_test(dl, hang_ignoring_term_is_killed);
+    tcase_add_test(dl, exit_at_listen_fails_listen);
+    tcase_add_test(dl, no_ack_fails_listen);
+    tcase_add_test(dl, exit_mid_list_fails_list);
+    tcase_add_test(many, first_failure_cancels_and_cleans_up);
+    tcase_add_test(many, many_apps_start_concurrently);
+    tcase_add_test(many, agents_exact_reference_must_exist);
+    tcase_add_test(many, agents_patterns_pass);
+    tcase_add_test(many, lifecycle_commits_in_config_order);
+    tcase_add_test(many, failed_startup_writes_failed_commit);
+    tcase_add_test(many, master_switch_off_starts_nothing);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

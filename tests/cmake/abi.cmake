@@ -1,0 +1,47 @@
+# The plugin loader (core/engine/loader.c) against real fixture plugins.
+#
+# The loader is built on its own, not from the aur_engine object library,
+# so this suite depends only on loader.c, json-c and libdl.
+set(AUR_ABI_FIXTURE_SRC ${CMAKE_CURRENT_LIST_DIR}/../fixtures/plugins)
+set(AUR_ABI_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixture-plugins)
+
+add_library(aur_loader_test STATIC ${CMAKE_SOURCE_DIR}/core/engine/loader.c)
+target_include_directories(aur_loader_test PUBLIC ${CMAKE_SOURCE_DIR}/core
+                           ${CMAKE_SOURCE_DIR}/core/include)
+target_link_libraries(aur_loader_test PUBLIC PkgConfig::JSONC ${CMAKE_DL_LIBS})
+
+# One fixture per file: the file name is the target and .so name.
+set(AUR_ABI_FIXTURES
+    good_transport good_extension not_a_plugin null_entry bad_magic
+    major_mismatch newer_minor short_struct longer_struct bad_kind
+    null_name bad_name no_init null_ops short_ops short_ops_tail
+    missing_send no_hooks_ext methods_without_notify bad_methods)
+set(AUR_ABI_FIXTURE_TARGETS)
+foreach(f ${AUR_ABI_FIXTURES})
+  aur_add_plugin(${f} FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
+                 SOURCES ${AUR_ABI_FIXTURE_SRC}/${f}.c)
+  list(APPEND AUR_ABI_FIXTURE_TARGETS ${f})
+endforeach()
+
+# Fixtures loaded through aur__plugins_load need file name == descriptor
+# name; the two dup files share one source and one declared name.
+aur_add_plugin(fx-init-fails FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
+               SOURCES ${AUR_ABI_FIXTURE_SRC}/init_fails.c)
+list(APPEND AUR_ABI_FIXTURE_TARGETS fx-init-fails)
+foreach(f fx-init-records-a fx-init-records-b)
+  aur_add_plugin(${f} FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
+                 SOURCES ${AUR_ABI_FIXTURE_SRC}/init_records.c)
+  target_compile_definitions(${f} PRIVATE FX_NAME="${f}")
+  list(APPEND AUR_ABI_FIXTURE_TARGETS ${f})
+endforeach()
+foreach(f dup_a dup_b)
+  aur_add_plugin(${f} FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
+                 SOURCES ${AUR_ABI_FIXTURE_SRC}/dup.c)
+  list(APPEND AUR_ABI_FIXTURE_TARGETS ${f})
+endforeach()
+
+aur_add_check(check_abi SOURCES check_abi.c
+              LIBS aur_loader_test ${CMAKE_DL_LIBS}
+              DEPENDS ${AUR_ABI_FIXTURE_TARGETS} TIMEOUT 60)
+target_compile_definitions(check_abi PRIVATE
+  AUR_TEST_FIXTURE_PLUGIN_DIR="${AUR_ABI_FIXTURE_DIR}")

@@ -1,0 +1,27 @@
+# Integration suites: the real host (libaurora-mcp) against real child
+# processes.  They need the stdio transport and the fixture server built.
+if(TARGET aurora-mcp)
+  add_library(aur_test_support STATIC ${CMAKE_SOURCE_DIR}/tests/support/harness.c)
+  target_include_directories(aur_test_support PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(aur_test_support PUBLIC PkgConfig::CHECK)
+  target_compile_definitions(aur_test_support PRIVATE
+    AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
+  foreach(suite check_startup check_calls check_peers)
+    aur_add_check(${suite} SOURCES ${suite}.c LIBS aurora-mcp aur_test_support
+                  DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
+  endforeach()
+endif()
+
+# The SDK peers' own self-test (raw JSON lines against both SDK servers).
+find_program(AUR_NODE node)
+if(AUR_NODE)
+  add_test(NAME peers_selftest
+           COMMAND ${AUR_NODE} ${CMAKE_SOURCE_DIR}/tests/peers/selftest.mjs)
+  set_tests_properties(peers_selftest PROPERTIES TIMEOUT 180)
+endif()
+
+if(TARGET aurora-mcp-cli)
+  add_test(NAME cli_test COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_test.sh
+           ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(cli_test PROPERTIES TIMEOUT 300)
+endif()

@@ -189,6 +189,30 @@ START_TEST(timeout_is_unknown_and_cancelled)
 }
 END_TEST
 
+struct kind_ctx {
+    const char *kind;
+    int n;
+};
+
+static void count_emit(void *ud, const char *line)
+{
+    struct kind_ctx *c = ud;
+    char needle[128];
+    snprintf(needle, sizeof needle, "\"kind\":\"%s\"", c->kind);
+    if (strstr(line, needle))
+        c->n++;
+}
+
+/* Commits of this kind in the test's journal. */
+static int count_kind(const char *kind)
+{
+    struct kind_ctx c = {kind, 0};
+    struct aur_error err;
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, count_emit, &c, &err),
+                     AUR_OK);
+    return c.n;
+}
+
 START_TEST(exit_during_call_is_unknown_then_failed)
 {
     const char *opts[] = {"--exit-during-call", NULL};
@@ -219,32 +243,9 @@ START_TEST(exit_during_call_is_unknown_then_failed)
     /* the second call never reached a server */
     ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 1);
     ck_assert_int_eq(h_procs_with(logpath), 0);
+    ck_assert_int_eq(count_kind("mcp.app.disconnected"), 1);
 }
 END_TEST
-
-struct kind_ctx {
-    const char *kind;
-    int n;
-};
-
-static void count_emit(void *ud, const char *line)
-{
-    struct kind_ctx *c = ud;
-    char needle[128];
-    snprintf(needle, sizeof needle, "\"kind\":\"%s\"", c->kind);
-    if (strstr(line, needle))
-        c->n++;
-}
-
-/* Commits of this kind in the test's journal. */
-static int count_kind(const char *kind)
-{
-    struct kind_ctx c = {kind, 0};
-    struct aur_error err;
-    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, count_emit, &c, &err),
-                     AUR_OK);
-    return c.n;
-}
 
 START_TEST(runtime_list_changed_sets_restart_required)
 {

@@ -429,6 +429,43 @@ START_TEST(first_failure_cancels_and_cleans_up)
 }
 END_TEST
 
+/* The monotonic time the fixture logged with its "eof" line. */
+static long long eof_time(const char *path)
+{
+    char *log = h_slurp(path), *e;
+    long long t;
+    ck_assert_ptr_nonnull(log);
+    e = strstr(log, "eof ");
+    ck_assert_ptr_nonnull(e);
+    t = atoll(e + 4);
+    free(log);
+    return t;
+}
+
+START_TEST(apps_close_in_reverse_config_order)
+{
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    char *la, *lb;
+    ck_assert(asprintf(&la, "%s/a.log", dir) > 0);
+    ck_assert(asprintf(&lb, "%s/b.log", dir) > 0);
+    const char *a[] = {"--log", la, "--era", "modern", NULL};
+    const char *b[] = {"--log", lb, "--era", "modern", NULL};
+    h_add_app(dir, "1-a.ini", "org.test.first", 5, NULL, fixture, a);
+    h_add_app(dir, "2-b.ini", "org.test.second", 5, NULL, fixture, b);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
+    aur_mcp_destroy(h);
+    /* each fixture logs "eof" as its last act: b saw it before a */
+    ck_assert_int_eq(h_count_lines(la, "eof"), 1);
+    ck_assert_int_eq(h_count_lines(lb, "eof"), 1);
+    ck_assert_int_gt(eof_time(la), eof_time(lb));
+    free(la);
+    free(lb);
+}
+END_TEST
+
 START_TEST(many_apps_start_concurrently)
 {
     struct aur_startup_error serr;
@@ -611,6 +648,7 @@ static Suite *suite(void)
     tcase_add_test(dl, exit_mid_list_fails_list);
     tcase_add_test(many, first_failure_cancels_and_cleans_up);
     tcase_add_test(many, many_apps_start_concurrently);
+    tcase_add_test(many, apps_close_in_reverse_config_order);
     tcase_add_test(many, agents_exact_reference_must_exist);
     tcase_add_test(many, agents_patterns_pass);
     tcase_add_test(many, lifecycle_commits_in_config_order);

@@ -1,10 +1,9 @@
 /*
  * check_transport_stdio.c - transport-stdio through its ABI only.
  *
- * The suite dlopens the built plugin, gives it a test host (logs into a
- * buffer, test-side struct aur_cfg) and drives real child processes
- * (tests/fixtures/stdio_child.c); the host lives in
- * tests/fixtures/stdio_host.c.  Fork mode isolates each test, so the
+ * The suite dlopens the built plugin, gives it a test host
+ * (tests/fixtures/stdio_host.c) and drives real child processes
+ * (tests/fixtures/stdio_child.c).  Fork mode isolates each test, so the
  * process-wide recorders are per test.
  */
 #define _GNU_SOURCE
@@ -160,40 +159,6 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Environment                                                        */
 /* ------------------------------------------------------------------ */
-
-/* /proc/<pid>/environ as one buffer of NUL-terminated entries. */
-static size_t read_environ(long pid, char *buf, size_t size)
-{
-    char path[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
-    fd = open(path, O_RDONLY);
-    ck_assert_int_ge(fd, 0);
-    n = read(fd, buf, size - 1);
-    close(fd);
-    ck_assert_int_ge(n, 0);
-    buf[n] = '\0';
-    return (size_t)n;
-}
-
-static int env_has(const char *buf, size_t n, const char *entry)
-{
-    int count = 0;
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        count += strcmp(buf + i, entry) == 0;
-    return count;
-}
-
-static bool env_has_name(const char *buf, size_t n, const char *name)
-{
-    size_t k = strlen(name);
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strncmp(buf + i, name, k) == 0 && buf[i + k] == '=')
-            return true;
-    return false;
-}
 
 START_TEST(test_env_filtered)
 {

@@ -201,7 +201,7 @@ line "$TMP/fx.log" 1 'start '
 line "$TMP/fx.log" 2 'server/discover "p1"'
 line "$TMP/fx.log" 3 'subscriptions/listen "listen:0"'
 line "$TMP/fx.log" 4 'tools/list 0'
-line "$TMP/fx.log" 8 'eof -'
+line "$TMP/fx.log" 8 'eof '
 
 # --- fixture server: legacy era faults ----------------------------------
 cat > "$TMP/fxl.in" <<EOF

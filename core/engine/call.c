@@ -306,7 +306,11 @@ static void map_rpc_error(struct json_object *reply,
     code = json_object_is_type(c, json_type_int) ? json_object_get_int(c) : 0;
     if (json_object_is_type(m, json_type_string))
         snprintf(msg, sizeof msg, "%s", json_object_get_string(m));
-    if (code == -32602 || code == -32601)
+    int status;
+    bool delivered;
+    if (aur__transport_marker(e, &status, &delivered) && !delivered)
+        set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", msg);
+    else if (code == -32602 || code == -32601)
         set_out(out, AUR_CALL_FAILED,
                 "MCP server explicitly rejected the call: %d %s", code, msg);
     else

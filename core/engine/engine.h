@@ -196,6 +196,12 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct json_object *args, int64_t timeout_ms,
                     struct aur_tool_output *out);
 
+/* The transport marker on a synthesised JSON-RPC error (transport-http):
+ * error.data["org.aurorabot/transport"] = {"http_status", "delivered"}.
+ * Returns false when err_obj carries none. */
+bool aur__transport_marker(struct json_object *err_obj, int *http_status,
+                           bool *delivered);
+
 /* Small helpers (util.c). */
 char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);
 void aur__set_str(char **slot, const char *v);

@@ -158,6 +158,16 @@ static enum verdict classify_probe(int rc, struct json_object *res,
         return V_LEGACY_ALIVE;
     }
     if (rc == AUR_E_RPC) {
+        int status;
+        bool delivered;
+        /* HTTP: auth failures, server errors and network failures are an
+         * outage, not era evidence (mcp-wire.md §g, Streamable HTTP 2). */
+        if (aur__transport_marker(res, &status, &delivered) &&
+            (status == 0 || status == 401 || status == 403 || status >= 500)) {
+            aur_fail(err, AUR_E_NEGOTIATION, status,
+                     "server/discover probe: %s", perr->msg);
+            return V_FAIL;
+        }
         if (perr->detail == -32022 &&
             json_object_object_get_ex(res, "data", &data) &&
             json_object_object_get_ex(data, "supported", &sup) &&
@@ -229,6 +239,16 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
     json_object_object_add(params, "clientInfo", client_info());
     rc = aur__app_call(app, "initialize", params, NULL, dl, &res, err);
     if (rc == AUR_E_RPC) {
+        int status;
+        bool delivered;
+        /* No JSON-RPC answer to either era on HTTP: an old HTTP+SSE
+         * server, which we deliberately do not speak (mcp-wire.md §l). */
+        if (aur__transport_marker(res, &status, &delivered) &&
+            (status == 400 || status == 404 || status == 405) &&
+            err->detail == -32000)
+            rc = aur_fail(err, AUR_E_NEGOTIATION, status,
+                          "server appears to use the deprecated 2024-11-05 "
+                          "HTTP+SSE transport (not supported)");
         json_object_put(res);
         return rc;
     }

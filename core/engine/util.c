@@ -2,6 +2,7 @@
 
 #include "engine.h"
 
+#include <json-c/json.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -29,5 +30,21 @@ bool aur__is_blank(const char *s)
     for (; s && *s; s++)
         if (*s != ' ' && (*s < '\t' || *s > '\r'))
             return false;
+    return true;
+}
+
+bool aur__transport_marker(struct json_object *err_obj, int *http_status,
+                           bool *delivered)
+{
+    struct json_object *data, *m, *v;
+    if (!json_object_object_get_ex(err_obj, "data", &data) ||
+        !json_object_object_get_ex(data, "org.aurorabot/transport", &m) ||
+        !json_object_is_type(m, json_type_object))
+        return false;
+    *http_status = json_object_object_get_ex(m, "http_status", &v)
+                       ? json_object_get_int(v)
+                       : 0;
+    *delivered = !json_object_object_get_ex(m, "delivered", &v) ||
+                 json_object_get_boolean(v);
     return true;
 }

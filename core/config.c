@@ -116,9 +116,9 @@ static const struct aur__key_rule host_rules[] = {
 };
 
 static const struct aur__key_rule mcp_rules[] = {
-    {"enabled", false, false},           {"start_concurrency", false, false},
-    {"max_message_bytes", false, false}, {"max_pages", false, false},
-    {"max_tools", false, false},         {"max_relist", false, false},
+    {"enabled", false, false},   {"start_concurrency", false, false},
+    {"max_pages", false, false}, {"max_tools", false, false},
+    {"max_relist", false, false},
 };
 
 static bool plugin_name_ok(const char *s, size_t n)
@@ -232,7 +232,6 @@ struct int_key {
 
 static const struct int_key mcp_ints[] = {
     {"start_concurrency", 1, 256, 16},
-    {"max_message_bytes", 1024, 1073741824, 16777216},
     {"max_pages", 1, 100000, 1024},
     {"max_tools", 1, 1000000, 10000},
     {"max_relist", 0, 100, 3},
@@ -271,10 +270,9 @@ static int mcp_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
         }
     }
     c->start_concurrency = (int)v[0];
-    c->max_message_bytes = v[1];
-    c->max_pages = (int)v[2];
-    c->max_tools = (int)v[3];
-    c->max_relist = (int)v[4];
+    c->max_pages = (int)v[1];
+    c->max_tools = (int)v[2];
+    c->max_relist = (int)v[3];
     return AUR_OK;
 }
 

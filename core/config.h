@@ -79,7 +79,6 @@ struct aur__config {
     /* [mcp] */
     bool mcp_enabled;
     int start_concurrency; /* Apps started at once, default 16 */
-    int64_t max_message_bytes; /* default 16 MiB */
     int max_pages;             /* default 1024 */
     int max_tools;             /* default 10000 */
     int max_relist;            /* re-pagings after a change, default 3 */

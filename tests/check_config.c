@@ -202,7 +202,6 @@ START_TEST(full_config_values_and_defaults)
     ck_assert_ptr_null(c->log_file);
     ck_assert_int_eq(c->log_level, AUR_LOG_INFO);
     ck_assert_int_eq(c->start_concurrency, 16);
-    ck_assert_int_eq(c->max_message_bytes, 16777216);
     ck_assert_int_eq(c->max_pages, 1024);
     ck_assert_int_eq(c->max_tools, 10000);
     ck_assert_int_eq(c->max_relist, 3);
@@ -271,7 +270,7 @@ START_TEST(host_options_and_plugin_sections)
         "[mcp]\n"
         "enabled = false\n"
         "start_concurrency = 256\n"
-        "max_message_bytes = 1024\n"
+        "\n"
         "max_pages = 100000\n"
         "max_tools = 1\n"
         "max_relist = 0\n"
@@ -291,7 +290,6 @@ START_TEST(host_options_and_plugin_sections)
     ck_assert_int_eq(c->log_level, AUR_LOG_DEBUG);
     ck_assert(!c->mcp_enabled);
     ck_assert_int_eq(c->start_concurrency, 256);
-    ck_assert_int_eq(c->max_message_bytes, 1024);
     ck_assert_int_eq(c->max_pages, 100000);
     ck_assert_int_eq(c->max_tools, 1);
     ck_assert_int_eq(c->max_relist, 0);
@@ -569,7 +567,7 @@ static const struct bad bads[] = {
      NULL, NULL, "host.ini", 7, "start_concurrency"},
     {"start_concurrency 257", HOST_ALL "start_concurrency = 257\n", NULL,
      NULL, NULL, NULL, "host.ini", 7, "start_concurrency"},
-    {"max_message_bytes", HOST_ALL "max_message_bytes = 1023\n", NULL, NULL,
+    {"unknown mcp key", HOST_ALL "max_message_bytes = 1023\n", NULL, NULL,
      NULL, NULL, "host.ini", 7, "max_message_bytes"},
     {"max_relist", HOST_ALL "max_relist = 1.5\n", NULL, NULL, NULL, NULL,
      "host.ini", 7, "max_relist"},

@@ -151,8 +151,9 @@ START_TEST(demo_config_loads)
     real = realpath(demo, NULL);
     ck_assert_ptr_nonnull(real);
     ck_assert_str_eq(c->dir, real);
-    ck_assert_uint_eq(c->nplugins, 1);
+    ck_assert_uint_eq(c->nplugins, 2);
     ck_assert_str_eq(c->plugins[0], "transport-stdio");
+    ck_assert_str_eq(c->plugins[1], "ext-tool-contract");
     ck_assert(c->mcp_enabled);
     ck_assert_uint_eq(c->napps, 1);
     a = &c->apps[0];

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "demo_server.h"
+#include "mcp_lineio.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -25,7 +26,6 @@
 #define MODERN_VERSION "2026-07-28"
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
 #define META_CAPS "io.modelcontextprotocol/clientCapabilities"
-#define META_SERVER "io.modelcontextprotocol/serverInfo"
 #define META_SUB "io.modelcontextprotocol/subscriptionId"
 #define MAX_PAGE_SIZE 100000u
 
@@ -42,7 +42,7 @@ static const char *const legacy_versions[] = {
 
 static void send_or_die(struct json_object *msg)
 {
-    int rc = demo_send(msg);
+    int rc = mcpl_send(STDOUT_FILENO, msg);
 
     json_object_put(msg);
     if (rc < 0) {
@@ -79,30 +79,10 @@ static void send_result(struct json_object *id, struct json_object *result)
     send_or_die(msg);
 }
 
-static struct json_object *server_info(void)
-{
-    struct json_object *info = json_object_new_object();
-
-    json_object_object_add(info, "name", json_object_new_string(SERVER_NAME));
-    json_object_object_add(info, "version",
-                           json_object_new_string(DEMO_VERSION));
-    return info;
-}
-
 /* Adds the members every modern result carries. */
 static void finish_modern(struct json_object *res, bool cacheable)
 {
-    struct json_object *meta = json_object_new_object();
-
-    json_object_object_add(res, "resultType",
-                           json_object_new_string("complete"));
-    if (cacheable) {
-        json_object_object_add(res, "ttlMs", json_object_new_int(0));
-        json_object_object_add(res, "cacheScope",
-                               json_object_new_string("private"));
-    }
-    json_object_object_add(meta, META_SERVER, server_info());
-    json_object_object_add(res, "_meta", meta);
+    mcpl_finish_modern(res, cacheable, SERVER_NAME, DEMO_VERSION);
 }
 
 static struct json_object *capabilities(void)
@@ -215,7 +195,8 @@ static void handle_initialize(struct json_object *id,
     json_object_object_add(res, "protocolVersion",
                            json_object_new_string(chosen));
     json_object_object_add(res, "capabilities", capabilities());
-    json_object_object_add(res, "serverInfo", server_info());
+    json_object_object_add(res, "serverInfo",
+                           mcpl_server_info(SERVER_NAME, DEMO_VERSION));
     json_object_object_add(res, "instructions",
                            json_object_new_string(instructions));
     send_result(id, res);
@@ -503,7 +484,7 @@ static int parse_size(const char *text, size_t *out)
 int main(int argc, char **argv)
 {
     struct server s = { ERA_UNPINNED, 0 };
-    struct demo_reader rd;
+    struct mcpl_reader rd;
     const char *env = getenv("AURORA_DEMO_PAGE_SIZE");
     int rc = 0;
 
@@ -527,20 +508,20 @@ int main(int argc, char **argv)
         }
     }
     signal(SIGPIPE, SIG_IGN);
-    demo_reader_init(&rd, STDIN_FILENO);
+    mcpl_reader_init(&rd, STDIN_FILENO);
     for (;;) {
         char *line;
         size_t len;
-        enum demo_read r = demo_read_line(&rd, &line, &len);
+        enum mcpl_read r = mcpl_read_line(&rd, &line, &len);
 
-        if (r == DEMO_EOF)
+        if (r == MCPL_EOF)
             break;
-        if (r == DEMO_READ_ERROR) {
+        if (r == MCPL_READ_ERROR) {
             fprintf(stderr, SERVER_NAME ": reading stdin failed\n");
             rc = 1;
             break;
         }
-        if (r == DEMO_TOO_LONG) {
+        if (r == MCPL_TOO_LONG) {
             fprintf(stderr, SERVER_NAME ": dropped a line over 64 MiB\n");
             send_error(NULL, -32700, "Parse error: message too large", NULL);
             continue;
@@ -548,6 +529,6 @@ int main(int argc, char **argv)
         if (len > 0)
             handle_line(&s, line, len);
     }
-    demo_reader_free(&rd);
+    mcpl_reader_free(&rd);
     return rc;
 }

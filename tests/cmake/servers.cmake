@@ -4,7 +4,11 @@ set(AUR_SERVERS_TESTS ${CMAKE_CURRENT_LIST_DIR}/..)
 
 file(GLOB AUR_FIXTURE_SERVER_SOURCES CONFIGURE_DEPENDS
      ${AUR_SERVERS_TESTS}/fixtures/fixture_*.c)
-add_executable(aur-fixture-server ${AUR_FIXTURE_SERVER_SOURCES})
+# The line framing is shared with the demo server (one copy of the reader).
+add_executable(aur-fixture-server ${AUR_FIXTURE_SERVER_SOURCES}
+               ${CMAKE_SOURCE_DIR}/examples/demo-server/mcp_lineio.c)
+target_include_directories(aur-fixture-server PRIVATE
+                           ${CMAKE_SOURCE_DIR}/examples/demo-server)
 target_link_libraries(aur-fixture-server PRIVATE PkgConfig::JSONC)
 set_target_properties(aur-fixture-server PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

@@ -246,8 +246,8 @@ struct aur_host {
     int (*json_parse)(const char *buf, size_t len, struct json_object **out,
                       struct aur_error *err);
     /* If v is a JSON integer (of any size), write its decimal text to
-     * buf and return AUR_OK; else AUR_E_INVAL.  Floats such as 1.0 or 1e3
-     * are not integers. */
+     * buf and return AUR_OK; AUR_E_LIMIT if buf is too small; AUR_E_INVAL
+     * if v is not an integer.  Floats such as 1.0 or 1e3 are not. */
     int (*json_integer_text)(struct json_object *v, char *buf, size_t size);
 };
 

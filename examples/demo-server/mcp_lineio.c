@@ -1,10 +1,9 @@
 /*
- * Newline-delimited framing on the raw file descriptors.  stdio buffering
- * is avoided on purpose: every message must reach the pipe whole and at
- * once, and the input size must stay bounded.
+ * Newline-delimited framing on raw file descriptors, and the members every
+ * modern result carries.  See mcp_lineio.h.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "demo_server.h"
+#include "mcp_lineio.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,21 +11,22 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536u
+#define META_SERVER "io.modelcontextprotocol/serverInfo"
 
-void demo_reader_init(struct demo_reader *rd, int fd)
+void mcpl_reader_init(struct mcpl_reader *rd, int fd)
 {
     memset(rd, 0, sizeof(*rd));
     rd->fd = fd;
 }
 
-void demo_reader_free(struct demo_reader *rd)
+void mcpl_reader_free(struct mcpl_reader *rd)
 {
     free(rd->buf);
     rd->buf = NULL;
 }
 
 /* Make room for one more chunk; the cap never exceeds a line plus a chunk. */
-static int reserve(struct demo_reader *rd)
+static int reserve(struct mcpl_reader *rd)
 {
     size_t want;
     char *nb;
@@ -39,8 +39,8 @@ static int reserve(struct demo_reader *rd)
     if (rd->cap - rd->len > READ_CHUNK)
         return 0;
     want = rd->cap ? rd->cap * 2 : 4 * READ_CHUNK;
-    if (want > DEMO_MAX_LINE + 2 * READ_CHUNK)
-        want = DEMO_MAX_LINE + 2 * READ_CHUNK;
+    if (want > MCPL_MAX_LINE + 2 * READ_CHUNK)
+        want = MCPL_MAX_LINE + 2 * READ_CHUNK;
     if (want < rd->len + READ_CHUNK + 1)
         want = rd->len + READ_CHUNK + 1;
     nb = realloc(rd->buf, want);
@@ -51,7 +51,7 @@ static int reserve(struct demo_reader *rd)
     return 0;
 }
 
-static char *take(struct demo_reader *rd, size_t end, size_t *len)
+static char *take(struct mcpl_reader *rd, size_t end, size_t *len)
 {
     char *line = rd->buf + rd->start;
     size_t n = end - rd->start;
@@ -64,11 +64,12 @@ static char *take(struct demo_reader *rd, size_t end, size_t *len)
     return line;
 }
 
-enum demo_read demo_read_line(struct demo_reader *rd, char **line,
+enum mcpl_read mcpl_read_line(struct mcpl_reader *rd, char **line,
                               size_t *len)
 {
     size_t scanned = 0;
 
+    /* Each pass either returns or reads; read() reaching EOF ends it. */
     for (;;) {
         char *nl = NULL;
         ssize_t n;
@@ -86,62 +87,94 @@ enum demo_read demo_read_line(struct demo_reader *rd, char **line,
                 continue;
             }
             *line = take(rd, end, len);
-            return DEMO_LINE;
+            return MCPL_LINE;
         }
         scanned = rd->len - rd->start;
         if (rd->skipping) {
             rd->start = rd->len = 0;
             scanned = 0;
-        } else if (scanned > DEMO_MAX_LINE) {
+        } else if (scanned > MCPL_MAX_LINE) {
             rd->start = rd->len = 0;
             scanned = 0;
             rd->skipping = true;
-            return DEMO_TOO_LONG;
+            return MCPL_TOO_LONG;
         }
         if (rd->eof) {
             if (rd->len > rd->start && !rd->skipping) {
                 *line = take(rd, rd->len, len);
-                return DEMO_LINE;
+                return MCPL_LINE;
             }
-            return DEMO_EOF;
+            return MCPL_EOF;
         }
         if (reserve(rd) < 0)
-            return DEMO_READ_ERROR;
+            return MCPL_READ_ERROR;
         n = read(rd->fd, rd->buf + rd->len, rd->cap - rd->len - 1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return DEMO_READ_ERROR;
+            return MCPL_READ_ERROR;
         if (n == 0)
             rd->eof = true;
         rd->len += (size_t)n;
     }
 }
 
-int demo_send(struct json_object *msg)
+int mcpl_write_all(int fd, const char *buf, size_t len)
+{
+    size_t off = 0;
+
+    /* Bounded: every pass but an EINTR one writes at least one byte. */
+    while (off < len) {
+        ssize_t w = write(fd, buf + off, len - off);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return MCPL_ERR_WRITE;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+int mcpl_send(int fd, struct json_object *msg)
 {
     size_t n;
     const char *text = json_object_to_json_string_length(
         msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     char *line = malloc(n + 1);
-    size_t off = 0;
-    int rc = 0;
+    int rc;
 
     if (!line)
-        return -1;
+        return MCPL_ERR_NOMEM;
     memcpy(line, text, n);
     line[n] = '\n';
-    while (off < n + 1) {
-        ssize_t w = write(STDOUT_FILENO, line + off, n + 1 - off);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            rc = -1;
-            break;
-        }
-        off += (size_t)w;
-    }
+    rc = mcpl_write_all(fd, line, n + 1);
     free(line);
     return rc;
+}
+
+struct json_object *mcpl_server_info(const char *name, const char *version)
+{
+    struct json_object *info = json_object_new_object();
+
+    json_object_object_add(info, "name", json_object_new_string(name));
+    json_object_object_add(info, "version", json_object_new_string(version));
+    return info;
+}
+
+void mcpl_finish_modern(struct json_object *res, bool cacheable,
+                        const char *name, const char *version)
+{
+    struct json_object *meta = json_object_new_object();
+
+    json_object_object_add(res, "resultType",
+                           json_object_new_string("complete"));
+    if (cacheable) {
+        json_object_object_add(res, "ttlMs", json_object_new_int(0));
+        json_object_object_add(res, "cacheScope",
+                               json_object_new_string("private"));
+    }
+    json_object_object_add(meta, META_SERVER,
+                           mcpl_server_info(name, version));
+    json_object_object_add(res, "_meta", meta);
 }

@@ -1,0 +1,359 @@
+/*
+ * we_validate.c - the business-event payload rules (aurora-semantics
+ * §8.2, with the grammars of §1.5, §1.6 and §1.7).
+ *
+ * Lengths count Unicode code points and "whitespace" is Python's
+ * str.isspace set, as in the original.  Error texts name the field and
+ * never echo a value: event contents must not reach the log (§13).
+ */
+#include "we_int.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define EVENT_ID_MAX 160
+#define SCOPE_MAX 256
+
+static const char *const allowed_keys[] = {
+    "event_id", "scope", "kind", "occurred_at", "summary", "data", NULL};
+
+/* Checked in this order, before any grammar. */
+static const char *const string_keys[] = {
+    "event_id", "scope", "kind", "occurred_at", "summary", NULL};
+
+static const char *const reserved_prefixes[] = {
+    "engine.", "tool.", "output.", "cadence.", "ops.", "mcp.", NULL};
+
+/* Decode one UTF-8 sequence at s[*i]; -1 if malformed (the host's parser
+ * already refuses those, but the plugin does not rely on it). */
+static int32_t next_cp(const unsigned char *s, size_t len, size_t *i)
+{
+    unsigned char c = s[*i];
+    int32_t cp;
+    int n;
+
+    if (c < 0x80) {
+        (*i)++;
+        return c;
+    }
+    if (c >= 0xc2 && c <= 0xdf) {
+        cp = c & 0x1f;
+        n = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        cp = c & 0x0f;
+        n = 2;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        cp = c & 0x07;
+        n = 3;
+    } else {
+        return -1;
+    }
+    if (*i + (size_t)n >= len)
+        return -1;
+    for (int k = 1; k <= n; k++) {
+        unsigned char cc = s[*i + (size_t)k];
+        if ((cc & 0xc0) != 0x80)
+            return -1;
+        cp = (cp << 6) | (cc & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return -1;
+    *i += (size_t)n + 1;
+    return cp;
+}
+
+/* Python's str.isspace, which is what str.strip removes. */
+static bool py_space(int32_t cp)
+{
+    return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) ||
+           cp == 0x85 || cp == 0xa0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+
+/* What the text rules need to know about s[0..len). */
+struct text_facts {
+    size_t cps;
+    bool blank;    /* empty or only whitespace */
+    bool control;  /* any U+0000..U+001F */
+    bool nul;      /* U+0000 */
+    bool edge_ws;  /* leading or trailing whitespace */
+};
+
+static bool text_facts(const char *s, size_t len, struct text_facts *f)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    int32_t cp = -1;
+    size_t i = 0;
+
+    memset(f, 0, sizeof *f);
+    f->blank = true;
+    while (i < len) {
+        cp = next_cp(u, len, &i);
+        if (cp < 0)
+            return false;
+        if (f->cps == 0 && py_space(cp))
+            f->edge_ws = true;
+        f->cps++;
+        if (!py_space(cp))
+            f->blank = false;
+        if (cp < 0x20)
+            f->control = true;
+        if (cp == 0)
+            f->nul = true;
+    }
+    if (cp >= 0 && py_space(cp))
+        f->edge_ws = true;
+    return true;
+}
+
+static bool event_id_ok(const char *s, size_t len)
+{
+    if (len < 1 || len > EVENT_ID_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                     (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != ':' &&
+                                  c != '-')))
+            return false;
+    }
+    return true;
+}
+
+static bool scope_ok(const char *s, size_t len)
+{
+    struct text_facts f;
+    return len > 0 && text_facts(s, len, &f) && !f.edge_ws &&
+           !f.control && f.cps <= SCOPE_MAX;
+}
+
+/* ---------------------------------------------------------------- */
+/* RFC 3339 date-time                                               */
+/* ---------------------------------------------------------------- */
+
+static bool num(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static int days_in(int y, int m)
+{
+    static const int d[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : d[m - 1];
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back
+ * (H. Hinnant's civil calendar algorithms). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/*
+ * date-time = full-date "T" full-time (RFC 3339 §5.6; "t"/"z" allowed
+ * per its note).  Leap second 60 and years outside 0001..9999 (also
+ * after the shift to UTC) are refused, as Python's datetime does.
+ */
+static bool time_to_utc(const char *s, size_t len, char out[WE_UTC_SIZE])
+{
+    int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
+    long usec = 0;
+    size_t p = 19;
+
+    if (len < 20 || !num(s, 4, &y) || s[4] != '-' || !num(s + 5, 2, &mo) ||
+        s[7] != '-' || !num(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+        !num(s + 11, 2, &h) || s[13] != ':' || !num(s + 14, 2, &mi) ||
+        s[16] != ':' || !num(s + 17, 2, &se))
+        return false;
+    if (s[p] == '.') {
+        int nd = 0;
+        for (p++; p < len && s[p] >= '0' && s[p] <= '9'; p++, nd++)
+            if (nd < 6)
+                usec = usec * 10 + (s[p] - '0');
+        if (nd == 0)
+            return false;
+        for (; nd < 6; nd++)
+            usec *= 10;
+    }
+    if (p + 1 == len && (s[p] == 'Z' || s[p] == 'z')) {
+        sign = 0;
+    } else if (p + 6 == len && (s[p] == '+' || s[p] == '-') &&
+               num(s + p + 1, 2, &oh) && s[p + 3] == ':' &&
+               num(s + p + 4, 2, &om)) {
+        sign = s[p] == '+' ? 1 : -1;
+        if (oh > 23 || om > 59)
+            return false;
+    } else {
+        return false;
+    }
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in(y, mo) ||
+        h > 23 || mi > 59 || se > 59)
+        return false;
+
+    int64_t t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se -
+                sign * (oh * 3600 + om * 60);
+    int64_t days = (t >= 0 ? t : t - 86399) / 86400, uy;
+    int64_t rem = t - days * 86400;
+    int um, ud;
+    civil_from_days(days, &uy, &um, &ud);
+    if (uy < 1 || uy > 9999)
+        return false;
+    int uh = (int)(rem / 3600), umi = (int)(rem / 60 % 60);
+    int us = (int)(rem % 60);
+    if (usec)
+        snprintf(out, WE_UTC_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
+                 (int)uy, um, ud, uh, umi, us, usec);
+    else
+        snprintf(out, WE_UTC_SIZE, "%04d-%02d-%02dT%02d:%02d:%02dZ", (int)uy,
+                 um, ud, uh, umi, us);
+    return true;
+}
+
+/* ---------------------------------------------------------------- */
+/* The payload                                                      */
+/* ---------------------------------------------------------------- */
+
+static bool allowed(const char *key)
+{
+    for (size_t i = 0; allowed_keys[i]; i++)
+        if (strcmp(key, allowed_keys[i]) == 0)
+            return true;
+    return false;
+}
+
+/* A server's key is named only when it looks like a plain identifier:
+ * anything else could smuggle event content into the log. */
+static bool nameable(const char *key)
+{
+    size_t n = 0;
+    for (; key[n]; n++) {
+        unsigned char c = (unsigned char)key[n];
+        if (n >= 64 || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                         c == '.' || c == '/'))
+            return false;
+    }
+    return n > 0;
+}
+
+static int reject(struct aur_error *err, const char *what)
+{
+    return aur_fail(err, AUR_E_EVENT, 0, "invalid business event: %s", what);
+}
+
+static const char *str_of(struct json_object *o, const char *key, size_t *len)
+{
+    struct json_object *v = NULL;
+    json_object_object_get_ex(o, key, &v);
+    *len = (size_t)json_object_get_string_len(v);
+    return json_object_get_string(v);
+}
+
+int we_event_parse(struct json_object *payload, struct we_event *ev,
+                   struct aur_error *err)
+{
+    struct text_facts f;
+    struct json_object *v;
+    const char *s;
+    size_t len;
+
+    memset(ev, 0, sizeof *ev);
+    if (!json_object_is_type(payload, json_type_object))
+        return reject(err, "the payload is not a JSON object");
+    json_object_object_foreach(payload, key, val)
+    {
+        (void)val;
+        if (allowed(key))
+            continue;
+        if (nameable(key))
+            return aur_fail(err, AUR_E_EVENT, 0,
+                            "invalid business event: unexpected key %s", key);
+        return reject(err, "unexpected key");
+    }
+    for (size_t i = 0; string_keys[i]; i++) {
+        if (!json_object_object_get_ex(payload, string_keys[i], &v))
+            return aur_fail(err, AUR_E_EVENT, 0,
+                            "invalid business event: %s is missing",
+                            string_keys[i]);
+        if (!json_object_is_type(v, json_type_string))
+            return aur_fail(err, AUR_E_EVENT, 0,
+                            "invalid business event: %s is not a JSON string",
+                            string_keys[i]);
+    }
+
+    s = str_of(payload, "event_id", &len);
+    if (!event_id_ok(s, len))
+        return reject(err, "event_id does not match "
+                           "[A-Za-z0-9][A-Za-z0-9._:-]{0,159}");
+    ev->event_id = s;
+
+    s = str_of(payload, "scope", &len);
+    if (!scope_ok(s, len))
+        return reject(err, "scope is not a valid MCP scope (non-empty, no "
+                           "surrounding whitespace, no control character, "
+                           "at most 256 code points)");
+    ev->scope = s;
+
+    s = str_of(payload, "kind", &len);
+    if (!text_facts(s, len, &f) || f.blank || f.control)
+        return reject(err, "kind is blank or contains a control character");
+    for (size_t i = 0; reserved_prefixes[i]; i++)
+        if (strncmp(s, reserved_prefixes[i], strlen(reserved_prefixes[i])) ==
+            0)
+            return aur_fail(err, AUR_E_EVENT, 0,
+                            "invalid business event: kind uses the reserved "
+                            "prefix %s",
+                            reserved_prefixes[i]);
+    ev->kind = s;
+
+    /* U+0000 cannot cross the C ABI intact, so it is refused rather than
+     * silently cut. */
+    s = str_of(payload, "summary", &len);
+    if (!text_facts(s, len, &f) || f.blank)
+        return reject(err, "summary is blank");
+    if (f.nul)
+        return reject(err, "summary contains U+0000");
+    ev->summary = s;
+
+    s = str_of(payload, "occurred_at", &len);
+    if (!time_to_utc(s, len, ev->occurred_at))
+        return reject(err, "occurred_at is not an RFC 3339 date-time with Z "
+                           "or an offset");
+
+    if (json_object_object_get_ex(payload, "data", &v)) {
+        if (!json_object_is_type(v, json_type_object))
+            return reject(err, "data is not a JSON object");
+        ev->data = v;
+    }
+    return AUR_OK;
+}

@@ -1,0 +1,203 @@
+/*
+ * http_int.h - private to transport-http (never installed).
+ *
+ * Four files share these types:
+ *   http_plugin.c  descriptor, init/fini, open/send/close/set_protocol/
+ *                  cancel, the worker pool and the stream threads
+ *   http_post.c    one job: headers, the curl transfer, redirects, and
+ *                  what reaches the sink (incl. synthesised errors)
+ *   http_sse.c     the text/event-stream parser (pure, no I/O)
+ *   http_url.c     URL and redirect-hop validation, origins
+ *
+ * http_sse.c and http_url.c depend on nothing but libc and libcurl's URL
+ * API, so the unit tests compile them directly.
+ *
+ * Every file defines _GNU_SOURCE before its first include.
+ */
+#ifndef AUR_HTTP_INT_H
+#define AUR_HTTP_INT_H
+
+#include <aurora/aur_plugin.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+/* ---- http_sse.c ----------------------------------------------------- */
+
+/* One dispatched event.  All pointers borrowed for the callback only;
+ * data is NUL-terminated (data_len excludes the NUL). */
+struct sse_event {
+    const char *type; /* "message" when the stream named none */
+    const char *data;
+    size_t data_len;
+    const char *last_id; /* "" when none */
+};
+
+/* Return non-zero to stop parsing (sse_feed then returns SSE_STOPPED). */
+typedef int (*sse_cb)(void *ud, const struct sse_event *ev);
+
+enum { SSE_OK = 0, SSE_STOPPED = 1, SSE_TOO_BIG = -1, SSE_NOMEM = -2 };
+
+/* Parser state; one per stream, single-threaded.  Zero-initialise with
+ * sse_init, free with sse_free. */
+struct sse_parser {
+    size_t max_event; /* bound on one line and on one event's data */
+    char *line, *data;
+    size_t line_len, line_cap, data_len, data_cap;
+    char type[64];
+    bool type_long; /* the event name did not fit: an unknown type */
+    char last_id[256];
+    long retry_ms;   /* -1 until a valid retry field */
+    int bom_pos;     /* bytes of a leading BOM matched so far */
+    bool bom_done;
+    bool cr_pending; /* the last byte was CR: swallow one LF */
+    int failed;      /* sticky SSE_TOO_BIG / SSE_NOMEM */
+};
+
+void sse_init(struct sse_parser *p, size_t max_event);
+void sse_free(struct sse_parser *p);
+/* Feed bytes; calls cb for each complete event.  SSE_OK, SSE_STOPPED, or
+ * a sticky failure (the parser then ignores further input). */
+int sse_feed(struct sse_parser *p, const char *buf, size_t len, sse_cb cb,
+             void *ud);
+/* End of stream: an unterminated event is discarded (never dispatched). */
+void sse_finish(struct sse_parser *p);
+
+/* ---- http_url.c ----------------------------------------------------- */
+
+#define HTTP_ORIGIN_SIZE 300
+
+/*
+ * Check an absolute URL (https, a host, no userinfo, no fragment) and
+ * write its canonical form (malloc'd, *out_url) and origin
+ * "https://host:port" (port normalised, host lower-cased) into origin.
+ * On failure returns AUR_E_INVAL and writes a reason (never the URL's
+ * userinfo) into err.
+ */
+int http_url_check(const char *url, char **out_url,
+                   char origin[HTTP_ORIGIN_SIZE], struct aur_error *err);
+
+/* Resolve a Location value against base, then http_url_check it. */
+int http_url_redirect(const char *base, const char *location, char **out_url,
+                      char origin[HTTP_ORIGIN_SIZE], struct aur_error *err);
+
+/* Header value encoding of mcp-wire.md §(e): value as is, or
+ * "=?base64?...?=".  Returns malloc'd text or NULL (out of memory). */
+char *http_header_value(const char *v, size_t len);
+
+/* True if s is non-empty visible ASCII (0x21-0x7E) only. */
+bool http_visible_ascii(const char *s);
+
+/* ---- plugin and jobs ------------------------------------------------ */
+
+/* Settings from [transport-http]; read-only after init. */
+struct http_state {
+    const struct aur_host *host;
+    struct aur_self *self;
+    size_t max_body;    /* max_body_bytes: one JSON body, one request */
+    size_t max_event;   /* max_event_bytes: one SSE event */
+    int max_workers;    /* max_concurrent: request/notification POSTs */
+    size_t max_queued;  /* max_queued: POSTs waiting for a worker */
+};
+
+enum http_kind {
+    J_REQUEST, /* a POST carrying a request: expects its response */
+    J_NOTIFY,  /* a POST of a notification or a response: expects 202 */
+    J_LISTEN,  /* modern subscriptions/listen: long-lived SSE */
+    J_GET,     /* legacy standalone GET stream */
+    J_DELETE,  /* legacy session end, run by close itself */
+};
+
+/*
+ * One HTTP exchange (including its redirect hops).  Created by send (or
+ * set_protocol / cancel / close), owned by whoever runs it.
+ * cancelled and multi are guarded by the connection's mu.
+ */
+struct http_job {
+    struct http_job *next; /* queue or running list */
+    struct aur_conn *c;    /* borrowed */
+    enum http_kind kind;
+    char *body; /* serialised message; NULL for GET/DELETE */
+    size_t len;
+    struct json_object *id; /* request id (own ref), J_REQUEST/J_LISTEN */
+    char method[64];        /* "" if none or too long */
+    struct curl_slist *hdrs; /* everything but Authorization */
+    bool with_session;       /* hdrs carry Mcp-Session-Id */
+    aur_deadline dl;         /* response deadline (J_LISTEN: connect) */
+    bool cancelled;          /* (mu) */
+    CURLM *multi;            /* (mu) while running: for wakeups */
+    pthread_t thread;        /* stream jobs only */
+    bool finished;           /* (mu) stream thread is about to return */
+};
+
+/*
+ * One App connection.  Locking: mu guards every field marked (mu); the
+ * rest is read-only after open.
+ */
+struct aur_conn {
+    struct http_state *st;  /* borrowed */
+    struct aur_sink sink;   /* copy of the host's */
+    char *package;          /* for log lines */
+    char *url;              /* canonical configured URL */
+    char origin[HTTP_ORIGIN_SIZE];
+    char *auth_header;      /* "Authorization: Bearer ..." or NULL */
+    char *ca_blob;          /* system bundle + ca_file, or NULL */
+    size_t ca_len;
+    int64_t timeout_ms;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* CLOCK_MONOTONIC */
+    bool closing;           /* (mu) */
+    bool reported;          /* (mu) on_closed was called */
+    bool proto_set;         /* (mu) set_protocol was called */
+    bool modern;            /* (mu) */
+    char version[64];       /* (mu) negotiated or from the init result */
+    char *session;          /* (mu) legacy Mcp-Session-Id */
+    bool init_seen;         /* (mu) an initialize result was read */
+    bool get_started;       /* (mu) */
+    struct http_job *queue, *queue_tail; /* (mu) */
+    size_t queued;          /* (mu) */
+    struct http_job *running; /* (mu) */
+    struct http_job *streams; /* (mu) listen/GET jobs with threads */
+    int nstreams;           /* (mu) */
+    pthread_t *workers;     /* st->max_workers slots */
+    int nworkers, idle;     /* (mu) */
+};
+
+/* ---- http_post.c ---------------------------------------------------- */
+
+/* Per-thread curl state: one multi with one easy, kept across jobs so the
+ * connection is reused. */
+struct http_curl {
+    CURLM *multi;
+    CURL *easy;
+};
+
+int http_curl_init(struct http_curl *hc);
+void http_curl_free(struct http_curl *hc);
+
+/* Build the job's header list and metadata from msg (borrowed) and the
+ * connection's protocol state.  Caller holds c->mu. */
+int http_job_headers(struct aur_conn *c, struct http_job *j,
+                     struct json_object *msg, struct aur_error *err);
+
+/* Run j to its end: transfer, redirects, sink delivery.  No sink call
+ * once the job is cancelled or the connection is closing. */
+void http_job_run(struct http_curl *hc, struct http_job *j);
+
+void http_job_free(struct http_job *j);
+
+/* Sink helpers: drop silently once closing; on_closed at most once. */
+void http_deliver(struct aur_conn *c, struct json_object *msg);
+void http_report_closed(struct aur_conn *c, int code, const char *why);
+
+/* The connection's host, for logs. */
+#define HTTP_HOST(c) ((c)->st->host)
+#define HTTP_LOG(c, lvl, ...)                                                \
+    HTTP_HOST(c)->log((c)->st->self, (lvl), __VA_ARGS__)
+
+#endif /* AUR_HTTP_INT_H */

@@ -1,0 +1,745 @@
+/*
+ * http_plugin.c - transport-http: MCP Streamable HTTP over libcurl
+ * (mcp-wire.md §(e), §(g) "Legacy Streamable HTTP"; aurora-semantics.md
+ * §0.6, §3, §4.5).
+ *
+ * ---- The transport-outcome convention (the core relies on it) --------
+ *
+ * Every request POST ends in exactly one JSON-RPC response for its id on
+ * the sink, unless the core cancelled it or closed the connection:
+ *
+ *  1. The server's response, as sent, when a 2xx JSON or SSE body carries
+ *     a response with that id.
+ *  2. When the HTTP body IS a JSON-RPC error (any status: 200, 400 -32022,
+ *     404 -32601, ...; also an error with id null), that error with its
+ *     "id" forced to the request id and
+ *        error.data."org.aurorabot/transport" =
+ *            {"http_status": <status>, "delivered": true}
+ *     added (the server's own data members are kept; a non-object data
+ *     moves to data.value).
+ *  3. Otherwise a SYNTHESISED error:
+ *        {"jsonrpc":"2.0","id":<request id>,"error":{"code":-32000,
+ *         "message":"HTTP <status> ..." | "transport: <curl error text>",
+ *         "data":{"org.aurorabot/transport":{"http_status":<int, 0 if no
+ *         response>,"delivered":<bool>}}}}
+ *     for: non-2xx without a JSON-RPC error body, 2xx with an unusable
+ *     body or a stream that ended before the response, 202 to a request,
+ *     a body or SSE event over the size limit, 301/302/303 (never
+ *     followed), an invalid redirect hop (http://, userinfo, fragment), a
+ *     redirect loop or more than 5 hops, connection refused, DNS or TLS
+ *     failure, reset, and our own deadline (the request deadline + 1 s,
+ *     so the core's timeout normally fires first and cancels).
+ *     delivered is false only when no hop ever reached a server: curl
+ *     failed resolving, connecting or in the TLS handshake (a timeout
+ *     counts only before the request started to be sent).  Once one hop
+ *     got the request, a later refused hop still says delivered: true.
+ *     http_status is the last hop's status; a stream that broke after a
+ *     200 says 200.
+ *
+ * For the core: http_status 0, 401, 403, 5xx and every 2xx/3xx are never
+ * era evidence; other 4xx are (classify the body or fall back to legacy);
+ * delivered:false means the call certainly had no effect.
+ *
+ * Connection-level outcomes (sink->on_closed, AUR_E_CLOSED):
+ *   "session expired (HTTP 404)"  a legacy request or GET carrying the
+ *       Mcp-Session-Id got 404 (after rule 2/3 delivered the response);
+ *       no silent re-initialize.
+ *   "listen stream ended"  the modern subscriptions/listen stream ended or
+ *       failed after it had delivered a notification (the ack).  Before
+ *       that, its failure is a response for the listen id (rules 1-3).
+ *
+ * ---- Settings ([transport-http] in host.ini, all optional) -----------
+ *   max_body_bytes   16777216 (1024 .. 1073741824): one request or JSON
+ *                    response body
+ *   max_event_bytes  16777216 (1024 .. 1073741824): one SSE line/event
+ *   max_concurrent   8 (1 .. 64): POSTs in flight per connection
+ *   max_queued       1024 (1 .. 65536): POSTs waiting for a worker; more
+ *                    make send fail with AUR_E_LIMIT
+ *
+ * Endpoint keys: url (https, no userinfo/fragment), auth_env (a variable
+ * NAME read with getenv at open; the token never appears in logs, errors
+ * or status), ca_file (absolute; trusted IN ADDITION to the system bundle
+ * /etc/ssl/certs/ca-certificates.crt: both are concatenated once at open
+ * and handed to curl as CURLOPT_CAINFO_BLOB), package, timeout_ms (the
+ * connect bound and the fallback when a call has no deadline).
+ *
+ * Threads: send queues the POST for a worker (up to max_concurrent
+ * workers per connection, each with its own curl multi+easy so connections
+ * are reused) and returns.  subscriptions/listen (modern) and the legacy
+ * GET stream run on their own threads and connections (at most
+ * MAX_STREAMS).  Sink calls come from those threads; close joins them all.
+ */
+#define _GNU_SOURCE
+#include "http_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#define SERIAL (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+#define MAX_STREAMS 4
+#define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define MAX_PEM (16u << 20)
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+/* No curl_global_cleanup: the host may unload us while another library in
+ * the process still uses curl. */
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ------------------------------------------------------------------ */
+/* init / fini                                                        */
+/* ------------------------------------------------------------------ */
+
+static int cfg_range(const struct aur_host *h, const struct aur_cfg *cfg,
+                     const char *key, int64_t dflt, int64_t lo, int64_t hi,
+                     int64_t *out, struct aur_error *err)
+{
+    int rc = h->cfg_int(cfg, key, dflt, out, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (*out < lo || *out > hi)
+        return aur_fail(err, AUR_E_CONFIG, 0,
+                        "[transport-http] %s must be between %lld and %lld",
+                        key, (long long)lo, (long long)hi);
+    return AUR_OK;
+}
+
+static int http_init(const struct aur_host *host, struct aur_self *self,
+                     const struct aur_cfg *cfg, void **state,
+                     struct aur_error *err)
+{
+    struct http_state *st;
+    int64_t body, event, workers, queued;
+    int rc;
+
+    if (!AUR_HAS(host, json_parse) || !host->log || !host->now_ms ||
+        !host->cfg_int || !host->cfg_str)
+        return aur_fail(err, AUR_E_PLUGIN, 0,
+                        "transport-http needs a host with json_parse");
+    if ((rc = cfg_range(host, cfg, "max_body_bytes", 16777216, 1024,
+                        1073741824, &body, err)) != AUR_OK ||
+        (rc = cfg_range(host, cfg, "max_event_bytes", 16777216, 1024,
+                        1073741824, &event, err)) != AUR_OK ||
+        (rc = cfg_range(host, cfg, "max_concurrent", 8, 1, 64, &workers,
+                        err)) != AUR_OK ||
+        (rc = cfg_range(host, cfg, "max_queued", 1024, 1, 65536, &queued,
+                        err)) != AUR_OK)
+        return rc;
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return aur_fail(err, AUR_E_PLUGIN, 0, "curl_global_init failed");
+    st = calloc(1, sizeof *st);
+    if (!st)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    st->host = host;
+    st->self = self;
+    st->max_body = (size_t)body;
+    st->max_event = (size_t)event;
+    st->max_workers = (int)workers;
+    st->max_queued = (size_t)queued;
+    *state = st;
+    return AUR_OK;
+}
+
+static void http_fini(void *state)
+{
+    free(state);
+}
+
+/* ------------------------------------------------------------------ */
+/* Threads                                                            */
+/* ------------------------------------------------------------------ */
+
+static void timed_wait(struct aur_conn *c, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+static void unlink_job(struct http_job **list, struct http_job *j)
+{
+    for (; *list; list = &(*list)->next)
+        if (*list == j) {
+            *list = j->next;
+            return;
+        }
+}
+
+/* A pool worker: runs queued POSTs until close. */
+static void *worker_main(void *arg)
+{
+    struct aur_conn *c = arg;
+    struct http_curl hc = {NULL, NULL};
+
+    http_curl_init(&hc); /* on failure each job reports out of memory */
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        struct http_job *j;
+        while (!c->queue && !c->closing) {
+            c->idle++;
+            timed_wait(c, 1000); /* close also broadcasts */
+            c->idle--;
+        }
+        if (c->closing)
+            break;
+        j = c->queue;
+        c->queue = j->next;
+        if (!c->queue)
+            c->queue_tail = NULL;
+        c->queued--;
+        j->next = c->running;
+        c->running = j;
+        pthread_mutex_unlock(&c->mu);
+        http_job_run(&hc, j);
+        pthread_mutex_lock(&c->mu);
+        unlink_job(&c->running, j);
+        pthread_mutex_unlock(&c->mu);
+        http_job_free(j);
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    http_curl_free(&hc);
+    return NULL;
+}
+
+/* A listen or GET stream: its own thread and connection. */
+static void *stream_main(void *arg)
+{
+    struct http_job *j = arg;
+    struct http_curl hc = {NULL, NULL};
+
+    http_curl_init(&hc);
+    http_job_run(&hc, j);
+    http_curl_free(&hc);
+    pthread_mutex_lock(&j->c->mu);
+    j->finished = true;
+    pthread_mutex_unlock(&j->c->mu);
+    return NULL;
+}
+
+/* Caller holds c->mu. */
+static int enqueue_locked(struct aur_conn *c, struct http_job *j,
+                          struct aur_error *err)
+{
+    if (c->queued >= c->st->max_queued)
+        return aur_fail(err, AUR_E_LIMIT, 0, "more than %zu HTTP requests "
+                        "waiting", c->st->max_queued);
+    if ((size_t)c->idle < c->queued + 1 && c->nworkers < c->st->max_workers) {
+        int e = pthread_create(&c->workers[c->nworkers], NULL, worker_main,
+                               c);
+        if (e == 0)
+            c->nworkers++;
+        else if (c->nworkers == 0)
+            return aur_fail(err, AUR_E_NOMEM, e, "cannot start a thread");
+    }
+    j->next = NULL;
+    if (c->queue_tail)
+        c->queue_tail->next = j;
+    else
+        c->queue = j;
+    c->queue_tail = j;
+    c->queued++;
+    pthread_cond_broadcast(&c->cv);
+    return AUR_OK;
+}
+
+/* Caller holds c->mu. */
+static int start_stream_locked(struct aur_conn *c, struct http_job *j,
+                               struct aur_error *err)
+{
+    int e;
+    /* Reap ended streams: their threads only return after finished. */
+    for (struct http_job **pp = &c->streams; *pp;) {
+        struct http_job *d = *pp;
+        if (!d->finished) {
+            pp = &d->next;
+            continue;
+        }
+        *pp = d->next;
+        c->nstreams--;
+        pthread_join(d->thread, NULL);
+        http_job_free(d);
+    }
+    if (c->nstreams >= MAX_STREAMS)
+        return aur_fail(err, AUR_E_LIMIT, 0, "more than %d HTTP streams",
+                        MAX_STREAMS);
+    e = pthread_create(&j->thread, NULL, stream_main, j);
+    if (e != 0)
+        return aur_fail(err, AUR_E_NOMEM, e, "cannot start a thread");
+    j->next = c->streams;
+    c->streams = j;
+    c->nstreams++;
+    return AUR_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* open / close                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Append the file at path to *buf (bounded).  0 or an errno. */
+static int slurp(const char *path, char **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char chunk[8192];
+    size_t n;
+    int rc = 0;
+
+    if (!f)
+        return errno ? errno : EIO;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        char *b;
+        if (*len + n + 2 > MAX_PEM) {
+            rc = EFBIG;
+            break;
+        }
+        if (!(b = realloc(*buf, *len + n + 2))) {
+            rc = ENOMEM;
+            break;
+        }
+        *buf = b;
+        memcpy(*buf + *len, chunk, n);
+        *len += n;
+    }
+    if (!rc && ferror(f))
+        rc = EIO;
+    fclose(f);
+    if (!rc && *buf) {
+        (*buf)[(*len)++] = '\n'; /* a file without a final newline */
+        (*buf)[*len] = '\0';
+    }
+    return rc;
+}
+
+static bool env_name_ok(const char *s)
+{
+    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+                *s == '_'))
+        return false;
+    for (s++; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9') || *s == '_'))
+            return false;
+    return true;
+}
+
+static void conn_free(struct aur_conn *c)
+{
+    if (c->auth_header) {
+        /* Do not leave the token lying around in freed memory. */
+        volatile char *p = c->auth_header;
+        while (*p)
+            *p++ = '\0';
+        free(c->auth_header);
+    }
+    free(c->package);
+    free(c->url);
+    free(c->ca_blob);
+    free(c->session);
+    free(c->workers);
+    free(c);
+}
+
+static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
+                    struct aur_error *err)
+{
+    const struct aur_host *h = c->st->host;
+    const char *url = h->cfg_str(ep, "url", NULL);
+    const char *auth = h->cfg_str(ep, "auth_env", NULL);
+    const char *ca = h->cfg_str(ep, "ca_file", NULL);
+    struct aur_error uerr;
+    int rc;
+
+    if (http_url_check(url, &c->url, c->origin, &uerr) != AUR_OK)
+        return aur_fail(err, AUR_E_CONFIG, 0, "[http] url: %s", uerr.msg);
+    rc = h->cfg_int(ep, "timeout_ms", 30000, &c->timeout_ms, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (c->timeout_ms < 1)
+        c->timeout_ms = 1;
+    if (auth) {
+        const char *tok;
+        if (!env_name_ok(auth))
+            return aur_fail(err, AUR_E_CONFIG, 0,
+                            "[http] auth_env is not a variable name");
+        tok = getenv(auth);
+        if (!tok || !*tok)
+            return aur_fail(err, AUR_E_CONFIG, 0,
+                            "[http] auth_env: %s is not set", auth);
+        if (!http_visible_ascii(tok))
+            return aur_fail(err, AUR_E_CONFIG, 0,
+                            "[http] auth_env: the value of %s is not a "
+                            "usable bearer token", auth);
+        if (asprintf(&c->auth_header, "Authorization: Bearer %s", tok) < 0) {
+            c->auth_header = NULL;
+            return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        }
+    }
+    if (ca) {
+        int e;
+        if (ca[0] != '/')
+            return aur_fail(err, AUR_E_CONFIG, 0,
+                            "[http] ca_file must be an absolute path");
+        /* CAINFO_BLOB replaces curl's default bundle: keep the system
+         * trust store and add ca_file to it. */
+        (void)slurp(SYSTEM_BUNDLE, &c->ca_blob, &c->ca_len);
+        e = slurp(ca, &c->ca_blob, &c->ca_len);
+        if (e)
+            return aur_fail(err, AUR_E_CONFIG, e,
+                            "[http] ca_file cannot be read: %s",
+                            strerror(e));
+    }
+    return AUR_OK;
+}
+
+static int http_open(void *state, const struct aur_cfg *ep,
+                     const struct aur_sink *sink, aur_deadline dl,
+                     struct aur_conn **out, uint32_t *out_caps,
+                     struct aur_error *err)
+{
+    struct http_state *st = state;
+    const char *pkg = st->host->cfg_str(ep, "package", "?");
+    struct aur_conn *c = calloc(1, sizeof *c);
+    pthread_condattr_t ca;
+    int rc;
+
+    if (!c)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    c->st = st;
+    c->sink = *sink;
+    c->package = strdup(pkg);
+    c->workers = calloc((size_t)st->max_workers, sizeof *c->workers);
+    if (!c->package || !c->workers) {
+        conn_free(c);
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
+    rc = open_cfg(c, ep, err);
+    if (rc != AUR_OK) {
+        conn_free(c);
+        return rc;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    HTTP_LOG(c, AUR_LOG_DEBUG, "%s: HTTP endpoint %s%s", c->package,
+             c->origin, c->auth_header ? " (with bearer token)" : "");
+    *out = c;
+    *out_caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_SESSION;
+    return AUR_OK;
+}
+
+/* The legacy session's DELETE, bounded by dl.  No sink calls. */
+static void delete_session(struct aur_conn *c, const char *session,
+                           const char *version, aur_deadline dl)
+{
+    struct http_job *j = calloc(1, sizeof *j);
+    struct http_curl hc = {NULL, NULL};
+    struct curl_slist *n;
+
+    if (!j || aur_remaining_ms(c->st->host, dl) == 0) {
+        free(j);
+        return;
+    }
+    j->c = c;
+    j->kind = J_DELETE;
+    j->dl = dl;
+    j->with_session = true;
+    n = curl_slist_append(NULL, "Accept: application/json, text/event-stream");
+    j->hdrs = n;
+    if (n) {
+        char line[700];
+        snprintf(line, sizeof line, "Mcp-Session-Id: %s", session);
+        n = curl_slist_append(j->hdrs, line);
+        if (n && version[0]) {
+            snprintf(line, sizeof line, "MCP-Protocol-Version: %s", version);
+            n = curl_slist_append(n, line);
+        }
+    }
+    if (n && http_curl_init(&hc) == AUR_OK)
+        http_job_run(&hc, j);
+    http_curl_free(&hc);
+    http_job_free(j);
+}
+
+static void http_close(struct aur_conn *c, aur_deadline dl)
+{
+    struct http_job *q, *s;
+    char *session = NULL, version[64];
+
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    q = c->queue;
+    c->queue = c->queue_tail = NULL;
+    c->queued = 0;
+    for (struct http_job *j = c->running; j; j = j->next) {
+        j->cancelled = true;
+        if (j->multi)
+            curl_multi_wakeup(j->multi);
+    }
+    for (struct http_job *j = c->streams; j; j = j->next) {
+        j->cancelled = true;
+        if (j->multi)
+            curl_multi_wakeup(j->multi);
+    }
+    if (c->session && !(c->proto_set && c->modern))
+        session = strdup(c->session);
+    snprintf(version, sizeof version, "%s", c->version);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    while (q) {
+        struct http_job *n = q->next;
+        http_job_free(q);
+        q = n;
+    }
+    for (int i = 0; i < c->nworkers; i++)
+        pthread_join(c->workers[i], NULL);
+    s = c->streams;
+    while (s) {
+        struct http_job *n = s->next;
+        pthread_join(s->thread, NULL);
+        http_job_free(s);
+        s = n;
+    }
+    if (session) {
+        delete_session(c, session, version, dl);
+        free(session);
+    }
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    conn_free(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* send / set_protocol / cancel                                       */
+/* ------------------------------------------------------------------ */
+
+static int http_send(struct aur_conn *c, struct json_object *msg,
+                     aur_deadline dl, struct aur_error *err)
+{
+    struct http_job *j;
+    struct json_object *id = NULL;
+    const char *text;
+    size_t len;
+    int rc;
+
+    if (!json_object_is_type(msg, json_type_object))
+        return aur_fail(err, AUR_E_INVAL, 0, "message is not an object");
+    text = json_object_to_json_string_length(msg, SERIAL, &len);
+    if (!text)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    if (len > c->st->max_body)
+        return aur_fail(err, AUR_E_LIMIT, 0, "message of %zu bytes is over "
+                        "the %zu-byte limit", len, c->st->max_body);
+    j = calloc(1, sizeof *j);
+    if (!j || !(j->body = malloc(len + 1))) {
+        free(j);
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
+    memcpy(j->body, text, len + 1);
+    j->len = len;
+    j->c = c;
+    j->dl = dl == AUR_NO_DEADLINE ? aur_deadline_in(c->st->host,
+                                                    c->timeout_ms)
+                                  : dl;
+    pthread_mutex_lock(&c->mu);
+    if (c->closing || c->reported) {
+        rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+        goto fail;
+    }
+    rc = http_job_headers(c, j, msg, err);
+    if (rc != AUR_OK)
+        goto fail;
+    if (j->method[0] && json_object_object_get_ex(msg, "id", &id)) {
+        j->id = json_object_get(id);
+        j->kind = c->proto_set && c->modern &&
+                          strcmp(j->method, "subscriptions/listen") == 0
+                      ? J_LISTEN
+                      : J_REQUEST;
+    } else {
+        j->kind = J_NOTIFY;
+    }
+    rc = j->kind == J_LISTEN ? start_stream_locked(c, j, err)
+                             : enqueue_locked(c, j, err);
+    if (rc != AUR_OK)
+        goto fail;
+    pthread_mutex_unlock(&c->mu);
+    return AUR_OK;
+fail:
+    pthread_mutex_unlock(&c->mu);
+    http_job_free(j);
+    return rc;
+}
+
+/* Caller holds c->mu: the legacy standalone GET stream (§g). */
+static void start_get_locked(struct aur_conn *c)
+{
+    struct http_job *j = calloc(1, sizeof *j);
+    struct aur_error err;
+    struct curl_slist *l = NULL;
+    char line[700];
+
+    if (!j)
+        return;
+    j->c = c;
+    j->kind = J_GET;
+    j->dl = aur_deadline_in(c->st->host, c->timeout_ms);
+    snprintf(j->method, sizeof j->method, "GET stream");
+    l = curl_slist_append(NULL, "Accept: text/event-stream");
+    if (l && c->session) {
+        snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
+        l = curl_slist_append(l, line) ? l : NULL;
+        j->with_session = true;
+    }
+    if (l) {
+        snprintf(line, sizeof line, "MCP-Protocol-Version: %s", c->version);
+        if (!curl_slist_append(l, line)) {
+            curl_slist_free_all(l);
+            l = NULL;
+        }
+    }
+    j->hdrs = l;
+    if (!l || start_stream_locked(c, j, &err) != AUR_OK) {
+        HTTP_LOG(c, AUR_LOG_WARN, "%s: legacy GET stream not started",
+                 c->package);
+        http_job_free(j);
+        return;
+    }
+    c->get_started = true;
+}
+
+static int http_set_protocol(struct aur_conn *c,
+                             const struct aur_protocol_info *info,
+                             struct aur_error *err)
+{
+    if (!info || !info->version || !http_visible_ascii(info->version) ||
+        strlen(info->version) >= sizeof c->version)
+        return aur_fail(err, AUR_E_INVAL, 0, "bad protocol version");
+    pthread_mutex_lock(&c->mu);
+    c->proto_set = true;
+    c->modern = info->modern != 0;
+    strcpy(c->version, info->version);
+    if (c->modern) {
+        free(c->session); /* never a session in the modern era */
+        c->session = NULL;
+    } else if (!c->get_started && !c->closing && !c->reported) {
+        start_get_locked(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return AUR_OK;
+}
+
+static bool abort_in(struct http_job *list, struct json_object *id)
+{
+    bool found = false;
+    for (struct http_job *j = list; j; j = j->next)
+        if (j->id && json_object_equal(j->id, id)) {
+            j->cancelled = true;
+            if (j->multi)
+                curl_multi_wakeup(j->multi);
+            found = true;
+        }
+    return found;
+}
+
+static void http_cancel(struct aur_conn *c, struct json_object *id)
+{
+    struct http_job *dropped = NULL, **pp, *prev = NULL;
+
+    if (!id)
+        return;
+    pthread_mutex_lock(&c->mu);
+    for (pp = &c->queue; *pp;) {
+        struct http_job *j = *pp;
+        if (j->id && json_object_equal(j->id, id)) {
+            *pp = j->next;
+            c->queued--;
+            j->next = dropped;
+            dropped = j;
+            continue;
+        }
+        prev = j;
+        pp = &j->next;
+    }
+    c->queue_tail = prev;
+    abort_in(c->running, id);
+    abort_in(c->streams, id);
+    /* Legacy HTTP: a dropped connection is not a cancellation (§g). */
+    if (c->proto_set && !c->modern && !c->closing && !c->reported) {
+        struct json_object *m = json_object_new_object(), *p;
+        struct http_job *n = calloc(1, sizeof *n);
+        struct aur_error err;
+        const char *t;
+        p = json_object_new_object();
+        json_object_object_add(p, "requestId", json_object_get(id));
+        json_object_object_add(p, "reason",
+                               json_object_new_string("cancelled by the host"));
+        json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+        json_object_object_add(m, "method",
+                               json_object_new_string("notifications/cancelled"));
+        json_object_object_add(m, "params", p);
+        t = json_object_to_json_string_ext(m, SERIAL);
+        if (n && t && (n->body = strdup(t))) {
+            n->len = strlen(t);
+            n->c = c;
+            n->kind = J_NOTIFY;
+            n->dl = aur_deadline_in(c->st->host, c->timeout_ms);
+            if (http_job_headers(c, n, m, &err) != AUR_OK ||
+                enqueue_locked(c, n, &err) != AUR_OK) {
+                http_job_free(n);
+            }
+        } else if (n) {
+            http_job_free(n);
+        }
+        json_object_put(m);
+    }
+    pthread_mutex_unlock(&c->mu);
+    while (dropped) {
+        struct http_job *n = dropped->next;
+        http_job_free(dropped);
+        dropped = n;
+    }
+}
+
+static const struct aur_transport_ops OPS = {
+    .struct_size = sizeof(struct aur_transport_ops),
+    .caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_SESSION,
+    .open = http_open,
+    .send = http_send,
+    .close = http_close,
+    .set_protocol = http_set_protocol,
+    .cancel = http_cancel,
+};
+
+static const struct aur_plugin_desc DESC = {
+    AUR_DESC_HEADER(AUR_KIND_TRANSPORT),
+    .name = "transport-http",
+    .version = "0.1.0",
+    .summary = "MCP Streamable HTTP over libcurl (https only)",
+    .init = http_init,
+    .fini = http_fini,
+    .ops = &OPS,
+};
+
+AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
+{
+    if (AUR_ABI_MAJOR_OF(host_abi) != AUR_ABI_MAJOR)
+        return NULL;
+    return &DESC;
+}

@@ -1,0 +1,777 @@
+/*
+ * http_post.c - one HTTP exchange of transport-http: build the headers,
+ * run the curl transfer (and our own 307/308 hops), read a JSON or SSE
+ * body, and decide what reaches the sink.  The synthesised-error
+ * convention it implements is documented at the top of http_plugin.c.
+ *
+ * Every transfer runs on a per-thread multi handle so cancel() and close()
+ * can interrupt curl_multi_poll at once (curl_multi_wakeup) instead of
+ * waiting for a progress callback.  The poll wakes at least once a second
+ * to re-check the deadline.
+ */
+#define _GNU_SOURCE
+#include "http_int.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <json-c/json.h>
+
+#define MAX_HOPS 5
+#define ERR_BODY_MAX 65536     /* a non-2xx body we try to read as JSON */
+#define GRACE_MS 1000          /* let the core's own timeout fire first */
+#define SERIAL (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+enum body { B_UNSET, B_JSON, B_SSE, B_ERR, B_DISCARD };
+
+/* One hop's transfer state. */
+struct xfer {
+    struct http_job *j;
+    struct aur_conn *c;
+    CURL *e;
+    long status;
+    enum body btype;
+    char *buf;
+    size_t len, cap, limit;
+    struct sse_parser sse;
+    bool got_response; /* the request's response reached the sink */
+    bool established;  /* listen: a notification arrived on the stream */
+    bool too_big;
+    bool done; /* we ended the body on purpose */
+};
+
+int http_curl_init(struct http_curl *hc)
+{
+    hc->multi = curl_multi_init();
+    hc->easy = curl_easy_init();
+    if (!hc->multi || !hc->easy) {
+        http_curl_free(hc);
+        return AUR_E_NOMEM;
+    }
+    return AUR_OK;
+}
+
+void http_curl_free(struct http_curl *hc)
+{
+    if (hc->easy)
+        curl_easy_cleanup(hc->easy);
+    if (hc->multi)
+        curl_multi_cleanup(hc->multi);
+    hc->easy = NULL;
+    hc->multi = NULL;
+}
+
+void http_job_free(struct http_job *j)
+{
+    if (!j)
+        return;
+    free(j->body);
+    json_object_put(j->id);
+    curl_slist_free_all(j->hdrs);
+    free(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* Headers                                                            */
+/* ------------------------------------------------------------------ */
+
+static int add_hdr(struct curl_slist **l, const char *name, const char *v)
+{
+    char line[1024];
+    struct curl_slist *n;
+
+    if ((size_t)snprintf(line, sizeof line, "%s: %s", name, v) >=
+        sizeof line)
+        return AUR_E_LIMIT;
+    n = curl_slist_append(*l, line);
+    if (!n)
+        return AUR_E_NOMEM;
+    *l = n;
+    return AUR_OK;
+}
+
+static int add_encoded(struct curl_slist **l, const char *name,
+                       struct json_object *v)
+{
+    char num[32], *enc;
+    const char *s;
+    int rc;
+
+    switch (json_object_get_type(v)) {
+    case json_type_string:
+        enc = http_header_value(json_object_get_string(v),
+                                (size_t)json_object_get_string_len(v));
+        if (!enc)
+            return AUR_E_NOMEM;
+        rc = add_hdr(l, name, enc);
+        free(enc);
+        return rc;
+    case json_type_int:
+        snprintf(num, sizeof num, "%lld", (long long)json_object_get_int64(v));
+        s = num;
+        break;
+    case json_type_boolean:
+        s = json_object_get_boolean(v) ? "true" : "false";
+        break;
+    default:
+        return AUR_OK; /* null, absent or not a primitive: no header */
+    }
+    return add_hdr(l, name, s);
+}
+
+static const char *str_member(struct json_object *o, const char *k)
+{
+    struct json_object *v;
+    if (!json_object_object_get_ex(o, k, &v) ||
+        !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+int http_job_headers(struct aur_conn *c, struct http_job *j,
+                     struct json_object *msg, struct aur_error *err)
+{
+    struct json_object *params = NULL, *meta = NULL, *v = NULL;
+    const char *method = str_member(msg, "method");
+    struct curl_slist **l = &j->hdrs;
+    int rc;
+
+    json_object_object_get_ex(msg, "params", &params);
+    if (method && strlen(method) < sizeof j->method)
+        strcpy(j->method, method);
+    rc = add_hdr(l, "Content-Type", "application/json");
+    if (rc == AUR_OK)
+        rc = add_hdr(l, "Accept", "application/json, text/event-stream");
+    if (rc == AUR_OK) /* no 100-continue round trip for big bodies */
+        rc = add_hdr(l, "Expect", "");
+    if (rc != AUR_OK)
+        goto out;
+    if (c->proto_set && c->modern) {
+        /* mcp-wire.md §(e) "Request headers". */
+        rc = add_hdr(l, "MCP-Protocol-Version", c->version);
+        if (rc == AUR_OK && method) {
+            struct json_object *m = json_object_new_string(method);
+            rc = m ? add_encoded(l, "Mcp-Method", m) : AUR_E_NOMEM;
+            json_object_put(m);
+        }
+        if (rc == AUR_OK && method &&
+            (strcmp(method, "tools/call") == 0 ||
+             strcmp(method, "prompts/get") == 0) &&
+            json_object_object_get_ex(params, "name", &v))
+            rc = add_encoded(l, "Mcp-Name", v);
+        if (rc == AUR_OK && method && strcmp(method, "resources/read") == 0 &&
+            json_object_object_get_ex(params, "uri", &v))
+            rc = add_encoded(l, "Mcp-Name", v);
+    } else if (!c->proto_set && method &&
+               strcmp(method, "server/discover") == 0) {
+        /* The probe names its version in the body's envelope. */
+        const char *ver = NULL;
+        if (json_object_object_get_ex(params, "_meta", &meta))
+            ver = str_member(meta, "io.modelcontextprotocol/protocolVersion");
+        if (ver && http_visible_ascii(ver))
+            rc = add_hdr(l, "MCP-Protocol-Version", ver);
+        if (rc == AUR_OK)
+            rc = add_hdr(l, "Mcp-Method", method);
+    } else if (!c->proto_set && method && strcmp(method, "initialize") == 0) {
+        /* Legacy initialize: no MCP-* headers at all (§g). */
+    } else if (c->proto_set || c->init_seen) {
+        /* Legacy, including notifications/initialized which the core sends
+         * before set_protocol: version and session from the init result. */
+        if (c->session) {
+            rc = add_hdr(l, "Mcp-Session-Id", c->session);
+            j->with_session = rc == AUR_OK;
+        }
+        if (rc == AUR_OK && c->version[0])
+            rc = add_hdr(l, "MCP-Protocol-Version", c->version);
+    }
+out:
+    if (rc != AUR_OK)
+        return aur_fail(err, rc, 0, rc == AUR_E_NOMEM ? "out of memory"
+                                                      : "header too long");
+    return AUR_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sink                                                               */
+/* ------------------------------------------------------------------ */
+
+static bool job_stopped(struct http_job *j)
+{
+    struct aur_conn *c = j->c;
+    bool r;
+    pthread_mutex_lock(&c->mu);
+    r = j->cancelled || (c->closing && j->kind != J_DELETE);
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+static void deliver(struct http_job *j, struct json_object *m)
+{
+    struct aur_conn *c = j->c;
+    bool drop;
+    pthread_mutex_lock(&c->mu);
+    drop = j->cancelled || c->closing || c->reported;
+    pthread_mutex_unlock(&c->mu);
+    if (drop)
+        json_object_put(m);
+    else
+        c->sink.on_message(c->sink.ctx, m);
+}
+
+void http_report_closed(struct aur_conn *c, int code, const char *why)
+{
+    struct aur_error e;
+    bool go;
+    pthread_mutex_lock(&c->mu);
+    go = !c->reported && !c->closing;
+    c->reported = true;
+    pthread_mutex_unlock(&c->mu);
+    if (!go)
+        return;
+    aur_fail(&e, code, 0, "%s", why);
+    HTTP_LOG(c, AUR_LOG_WARN, "%s: %s", c->package, why);
+    c->sink.on_closed(c->sink.ctx, &e);
+}
+
+/* Add data."org.aurorabot/transport" to an error object. */
+static void mark(struct json_object *error, long status, bool delivered)
+{
+    struct json_object *data = NULL, *t = json_object_new_object();
+
+    json_object_object_add(t, "http_status",
+                           json_object_new_int((int)status));
+    json_object_object_add(t, "delivered",
+                           json_object_new_boolean(delivered));
+    if (!json_object_object_get_ex(error, "data", &data) ||
+        !json_object_is_type(data, json_type_object)) {
+        struct json_object *nd = json_object_new_object();
+        /* A non-object data is kept, one level down. */
+        if (data)
+            json_object_object_add(nd, "value", json_object_get(data));
+        json_object_object_add(error, "data", nd);
+        data = nd;
+    }
+    json_object_object_add(data, "org.aurorabot/transport", t);
+}
+
+static void synth(struct xfer *x, bool delivered, const char *fmt, ...)
+    AUR_PRINTF(3, 4);
+static void synth(struct xfer *x, bool delivered, const char *fmt, ...)
+{
+    struct json_object *m, *e;
+    char msg[AUR_ERR_MSG_SIZE];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    HTTP_LOG(x->c, AUR_LOG_INFO, "%s: %s %s", x->c->package,
+             x->j->method[0] ? x->j->method : "request", msg);
+    if (!x->j->id || (x->j->kind != J_REQUEST && x->j->kind != J_LISTEN))
+        return;
+    m = json_object_new_object();
+    e = json_object_new_object();
+    json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(m, "id", json_object_get(x->j->id));
+    json_object_object_add(e, "code", json_object_new_int(-32000));
+    json_object_object_add(e, "message", json_object_new_string(msg));
+    mark(e, x->status, delivered);
+    json_object_object_add(m, "error", e);
+    deliver(x->j, m);
+}
+
+/* The legacy initialize result names the version and (in the response
+ * headers) the session for every later request. */
+static void capture_init(struct xfer *x, struct json_object *result)
+{
+    struct aur_conn *c = x->c;
+    const char *ver = str_member(result, "protocolVersion");
+    struct curl_header *h = NULL;
+    const char *sid = NULL;
+
+    if (curl_easy_header(x->e, "Mcp-Session-Id", 0, CURLH_HEADER, -1, &h) ==
+            CURLHE_OK &&
+        h && http_visible_ascii(h->value) && strlen(h->value) <= 512)
+        sid = h->value;
+    pthread_mutex_lock(&c->mu);
+    if (!c->proto_set) {
+        c->init_seen = true;
+        if (ver && http_visible_ascii(ver) && strlen(ver) < sizeof c->version)
+            strcpy(c->version, ver);
+        free(c->session);
+        c->session = sid ? strdup(sid) : NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void handle_one(struct xfer *x, struct json_object *m)
+{
+    struct json_object *id = NULL, *res = NULL, *error = NULL;
+    bool has_id, is_resp;
+
+    if (!json_object_is_type(m, json_type_object)) {
+        HTTP_LOG(x->c, AUR_LOG_DEBUG, "%s: non-object message dropped",
+                 x->c->package);
+        json_object_put(m);
+        return;
+    }
+    has_id = json_object_object_get_ex(m, "id", &id);
+    is_resp = !json_object_object_get_ex(m, "method", NULL) &&
+              (json_object_object_get_ex(m, "result", &res) ||
+               json_object_object_get_ex(m, "error", &error));
+    if (is_resp && x->j->id && !x->got_response) {
+        bool match = has_id && json_object_equal(id, x->j->id);
+        if (error && json_object_is_type(error, json_type_object) &&
+            (match || !id || json_object_is_type(id, json_type_null))) {
+            /* Our request failed: pin the id and say how it travelled. */
+            json_object_object_add(m, "id", json_object_get(x->j->id));
+            mark(error, x->status, true);
+            x->got_response = true;
+        } else if (res && match) {
+            if (strcmp(x->j->method, "initialize") == 0 &&
+                json_object_is_type(res, json_type_object))
+                capture_init(x, res);
+            x->got_response = true;
+        }
+    } else if (!is_resp && x->j->kind == J_LISTEN) {
+        x->established = true;
+    }
+    deliver(x->j, m);
+}
+
+static void handle_value(struct xfer *x, struct json_object *v)
+{
+    if (json_object_is_type(v, json_type_array)) {
+        size_t n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++)
+            handle_one(x, json_object_get(json_object_array_get_idx(v, i)));
+        json_object_put(v);
+    } else {
+        handle_one(x, v);
+    }
+}
+
+static int on_event(void *ud, const struct sse_event *ev)
+{
+    struct xfer *x = ud;
+    struct json_object *v = NULL;
+    struct aur_error err;
+
+    if (strcmp(ev->type, "message") != 0 || ev->data_len == 0)
+        return 0; /* priming events and other types (§e rule 8) */
+    if (HTTP_HOST(x->c)->json_parse(ev->data, ev->data_len, &v, &err) !=
+        AUR_OK) {
+        HTTP_LOG(x->c, AUR_LOG_WARN, "%s: unparsable SSE event (%zu bytes) "
+                 "skipped", x->c->package, ev->data_len);
+        return 0;
+    }
+    handle_value(x, v);
+    /* A request's stream has done its job once the response is in. */
+    return x->got_response && x->j->kind == J_REQUEST;
+}
+
+/* ------------------------------------------------------------------ */
+/* Transfer                                                           */
+/* ------------------------------------------------------------------ */
+
+static void classify(struct xfer *x)
+{
+    char *ct = NULL;
+    char essence[64] = "";
+
+    curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &x->status);
+    curl_easy_getinfo(x->e, CURLINFO_CONTENT_TYPE, &ct);
+    if (ct) {
+        size_t n = strcspn(ct, ";");
+        while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+            n--;
+        if (n < sizeof essence) {
+            memcpy(essence, ct, n);
+            essence[n] = '\0';
+        }
+    }
+    if (x->status >= 200 && x->status < 300) {
+        if (strcasecmp(essence, "application/json") == 0) {
+            x->btype = B_JSON;
+            x->limit = x->c->st->max_body;
+        } else if (strcasecmp(essence, "text/event-stream") == 0) {
+            x->btype = B_SSE;
+        } else {
+            x->btype = B_DISCARD;
+        }
+    } else if (x->status >= 400) {
+        x->btype = B_ERR;
+        x->limit = ERR_BODY_MAX;
+    } else {
+        x->btype = B_DISCARD;
+    }
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t len = sz * n;
+    int rc;
+
+    if (x->btype == B_UNSET)
+        classify(x);
+    switch (x->btype) {
+    case B_SSE:
+        rc = sse_feed(&x->sse, p, len, on_event, x);
+        if (rc == SSE_STOPPED)
+            x->done = true;
+        else if (rc < 0)
+            x->too_big = true;
+        return rc == SSE_OK ? len : 0;
+    case B_JSON:
+    case B_ERR:
+        if (len > x->limit - x->len) {
+            x->too_big = true;
+            return 0;
+        }
+        if (x->len + len > x->cap) {
+            size_t cap = x->cap ? x->cap : 4096;
+            char *b;
+            while (cap < x->len + len)
+                cap *= 2;
+            if (!(b = realloc(x->buf, cap))) {
+                x->too_big = true;
+                return 0;
+            }
+            x->buf = b;
+            x->cap = cap;
+        }
+        memcpy(x->buf + x->len, p, len);
+        x->len += len;
+        return len;
+    default:
+        return len;
+    }
+}
+
+/* Deadline of the current wait, or AUR_NO_DEADLINE. */
+static aur_deadline wait_deadline(struct xfer *x)
+{
+    struct http_job *j = x->j;
+    if (j->kind == J_LISTEN || j->kind == J_GET) {
+        long st = 0;
+        /* Streams: only the way to the response headers is bounded. */
+        curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
+        return st ? AUR_NO_DEADLINE : j->dl;
+    }
+    if (j->kind == J_DELETE || j->dl == AUR_NO_DEADLINE)
+        return j->dl;
+    return j->dl + GRACE_MS;
+}
+
+static CURLcode perform(struct http_curl *hc, struct xfer *x, bool *timed_out)
+{
+    const struct aur_host *h = HTTP_HOST(x->c);
+    struct http_job *j = x->j;
+    CURLcode cc = CURLE_OK;
+    CURLMsg *msg;
+    int running = 1, left;
+
+    if (curl_multi_add_handle(hc->multi, hc->easy) != CURLM_OK)
+        return CURLE_OUT_OF_MEMORY;
+    pthread_mutex_lock(&x->c->mu);
+    j->multi = hc->multi;
+    pthread_mutex_unlock(&x->c->mu);
+    for (;;) {
+        if (job_stopped(j)) {
+            cc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        if (curl_multi_perform(hc->multi, &running) != CURLM_OK) {
+            cc = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        if (!running) {
+            msg = curl_multi_info_read(hc->multi, &left);
+            cc = msg && msg->msg == CURLMSG_DONE ? msg->data.result
+                                                 : CURLE_RECV_ERROR;
+            break;
+        }
+        int64_t wait = 1000, rem = aur_remaining_ms(h, wait_deadline(x));
+        if (rem == 0) {
+            *timed_out = true;
+            cc = CURLE_OPERATION_TIMEDOUT;
+            break;
+        }
+        curl_multi_poll(hc->multi, NULL, 0, (int)(rem < wait ? rem : wait),
+                        NULL);
+    }
+    pthread_mutex_lock(&x->c->mu);
+    j->multi = NULL;
+    pthread_mutex_unlock(&x->c->mu);
+    curl_multi_remove_handle(hc->multi, hc->easy);
+    return cc;
+}
+
+/* True unless the request certainly never reached a server. */
+static bool reached(struct xfer *x, CURLcode cc)
+{
+    curl_off_t pre = 0;
+    if (x->status > 0)
+        return true;
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_OUT_OF_MEMORY:
+        return false;
+    case CURLE_OPERATION_TIMEDOUT:
+        /* Still connecting or in the TLS handshake: nothing was sent. */
+        curl_easy_getinfo(x->e, CURLINFO_PRETRANSFER_TIME_T, &pre);
+        return pre > 0;
+    default:
+        return true;
+    }
+}
+
+static int setup(struct http_curl *hc, struct xfer *x, const char *url,
+                 bool same_origin, struct curl_slist **hdrs, char *errbuf)
+{
+    struct http_job *j = x->j;
+    struct aur_conn *c = x->c;
+    CURL *e = hc->easy;
+    int64_t ct = aur_remaining_ms(HTTP_HOST(c), j->dl);
+
+    curl_easy_reset(e);
+    *hdrs = NULL;
+    for (struct curl_slist *s = j->hdrs; s; s = s->next) {
+        struct curl_slist *n = curl_slist_append(*hdrs, s->data);
+        if (!n)
+            return AUR_E_NOMEM;
+        *hdrs = n;
+    }
+    /* The token goes to the configured origin only, never across. */
+    if (c->auth_header && same_origin) {
+        struct curl_slist *n = curl_slist_append(*hdrs, c->auth_header);
+        if (!n)
+            return AUR_E_NOMEM;
+        *hdrs = n;
+    }
+    if (ct > c->timeout_ms)
+        ct = c->timeout_ms;
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca_blob) {
+        struct curl_blob b = {c->ca_blob, c->ca_len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    }
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(ct > 0 ? ct : 1));
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, *hdrs);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    if (j->kind == J_LISTEN || j->kind == J_GET)
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (j->kind == J_GET) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else if (j->kind == J_DELETE) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+    } else {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->len);
+    }
+    return AUR_OK;
+}
+
+/* After a complete hop that was not a redirect: the body's verdict. */
+static void finish(struct xfer *x)
+{
+    struct http_job *j = x->j;
+    struct aur_conn *c = x->c;
+    struct json_object *v = NULL;
+    struct aur_error err;
+    bool ok2xx = x->status >= 200 && x->status < 300;
+
+    if (x->btype == B_JSON || x->btype == B_ERR) {
+        if (x->len > 0 &&
+            HTTP_HOST(c)->json_parse(x->buf, x->len, &v, &err) == AUR_OK) {
+            if (ok2xx || j->kind == J_NOTIFY) {
+                handle_value(x, v);
+            } else {
+                struct json_object *e = NULL;
+                /* Only a JSON-RPC error body speaks for a non-2xx. */
+                if (json_object_is_type(v, json_type_object) &&
+                    json_object_object_get_ex(v, "error", &e) &&
+                    json_object_is_type(e, json_type_object))
+                    handle_one(x, v);
+                else
+                    json_object_put(v);
+            }
+        } else if (x->len > 0 && ok2xx) {
+            HTTP_LOG(c, AUR_LOG_WARN, "%s: HTTP %ld body is not JSON "
+                     "(%zu bytes)", c->package, x->status, x->len);
+        }
+    }
+    if (j->kind == J_NOTIFY || j->kind == J_DELETE) {
+        if (!ok2xx && !(j->kind == J_DELETE && x->status == 405))
+            HTTP_LOG(c, AUR_LOG_WARN, "%s: %s answered HTTP %ld", c->package,
+                     j->kind == J_DELETE ? "session DELETE"
+                                         : j->method[0] ? j->method
+                                                        : "response POST",
+                     x->status);
+    } else if (j->kind == J_GET) {
+        HTTP_LOG(c, AUR_LOG_INFO, "%s: legacy GET stream %s (HTTP %ld)",
+                 c->package, x->status == 405 ? "not offered" : "ended",
+                 x->status);
+    } else if (!x->got_response) {
+        if (x->status == 202)
+            synth(x, true, "HTTP 202 to a request");
+        else if (!ok2xx)
+            synth(x, true, "HTTP %ld without a JSON-RPC error body",
+                  x->status);
+        else if (x->btype == B_SSE)
+            synth(x, true, "HTTP %ld: stream ended before the response",
+                  x->status);
+        else
+            synth(x, true, "HTTP %ld with an unusable body", x->status);
+    }
+}
+
+/* Sessions and listen streams: what the end of this exchange means for
+ * the connection. */
+static void after(struct xfer *x)
+{
+    struct http_job *j = x->j;
+    if (job_stopped(j))
+        return;
+    if (j->with_session && x->status == 404 && j->kind != J_DELETE)
+        http_report_closed(x->c, AUR_E_CLOSED, "session expired (HTTP 404)");
+    else if (j->kind == J_LISTEN && x->established)
+        http_report_closed(x->c, AUR_E_CLOSED, "listen stream ended");
+}
+
+static bool seen_url(char **seen, int n, const char *u)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(seen[i], u) == 0)
+            return true;
+    return false;
+}
+
+void http_job_run(struct http_curl *hc, struct http_job *j)
+{
+    struct aur_conn *c = j->c;
+    char *seen[MAX_HOPS + 2], origin[HTTP_ORIGIN_SIZE];
+    char errbuf[CURL_ERROR_SIZE];
+    int nseen = 0;
+    bool delivered = false;
+    struct xfer x;
+
+    memset(&x, 0, sizeof x);
+    x.j = j;
+    x.c = c;
+    x.e = hc->easy;
+    snprintf(origin, sizeof origin, "%s", c->origin);
+    if (!hc->easy || !(seen[nseen] = strdup(c->url))) {
+        synth(&x, false, "transport: out of memory");
+        return;
+    }
+    nseen++;
+    for (;;) {
+        struct curl_slist *hdrs = NULL;
+        bool timed_out = false;
+        const char *url = seen[nseen - 1];
+        CURLcode cc;
+
+        memset(&x, 0, sizeof x);
+        x.j = j;
+        x.c = c;
+        x.e = hc->easy;
+        sse_init(&x.sse, c->st->max_event);
+        errbuf[0] = '\0';
+        if (setup(hc, &x, url, strcmp(origin, c->origin) == 0, &hdrs,
+                  errbuf) != AUR_OK) {
+            curl_slist_free_all(hdrs);
+            synth(&x, delivered, "transport: out of memory");
+            break;
+        }
+        cc = perform(hc, &x, &timed_out);
+        curl_slist_free_all(hdrs);
+        if (x.btype == B_UNSET)
+            classify(&x);
+        if (job_stopped(j))
+            break; /* cancelled or closing: silence */
+        delivered = delivered || reached(&x, cc);
+        if (cc != CURLE_OK && !x.done && !x.too_big) {
+            if (!x.got_response)
+                synth(&x, delivered, "transport: %s",
+                      timed_out ? "no response before the deadline"
+                      : errbuf[0] ? errbuf
+                                  : curl_easy_strerror(cc));
+            after(&x);
+            break;
+        }
+        if (x.too_big) {
+            if (!x.got_response)
+                synth(&x, true, "HTTP %ld: response over the size limit",
+                      x.status);
+            after(&x);
+            break;
+        }
+        if (x.status == 307 || x.status == 308) {
+            struct curl_header *h = NULL;
+            struct aur_error err;
+            char *next = NULL;
+            if (curl_easy_header(hc->easy, "Location", 0, CURLH_HEADER, -1,
+                                 &h) != CURLHE_OK || !h) {
+                synth(&x, true, "HTTP %ld without a Location", x.status);
+                break;
+            }
+            if (http_url_redirect(url, h->value, &next, origin, &err) !=
+                AUR_OK) {
+                synth(&x, true, "HTTP %ld: %s", x.status, err.msg);
+                break;
+            }
+            if (seen_url(seen, nseen, next)) {
+                free(next);
+                synth(&x, true, "HTTP %ld: redirect loop", x.status);
+                break;
+            }
+            if (nseen > MAX_HOPS) {
+                free(next);
+                synth(&x, true, "HTTP %ld: more than %d redirects", x.status,
+                      MAX_HOPS);
+                break;
+            }
+            seen[nseen++] = next;
+            sse_free(&x.sse);
+            free(x.buf);
+            continue;
+        }
+        if (x.status >= 300 && x.status < 400) {
+            synth(&x, true, "HTTP %ld: redirect not followed (only 307 and "
+                  "308 are)", x.status);
+            break;
+        }
+        sse_finish(&x.sse);
+        finish(&x);
+        after(&x);
+        break;
+    }
+    sse_free(&x.sse);
+    free(x.buf);
+    for (int i = 0; i < nseen; i++)
+        free(seen[i]);
+}

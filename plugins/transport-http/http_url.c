@@ -1,0 +1,209 @@
+/*
+ * http_url.c - URL rules for the configured url and every redirect hop
+ * (aurora-semantics.md §0.6 and §3), origins, and header value encoding.
+ *
+ * Parsing uses libcurl's URL API (CURLU) so that what we check is exactly
+ * what curl will connect to.  A URL is accepted iff its scheme is https
+ * (any case), it names a host, and it carries no userinfo and no
+ * fragment; query and port are allowed.  The origin is
+ * "https://<lower-case host>:<port>" with the default port filled in, so
+ * https://H/x and https://h:443/y share one origin.
+ *
+ * Reasons written to err never quote the URL: it may carry secrets in
+ * its userinfo or query.
+ */
+#define _GNU_SOURCE
+#include "http_int.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool http_visible_ascii(const char *s)
+{
+    if (!s || !*s)
+        return false;
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7E)
+            return false;
+    return true;
+}
+
+static bool has_part(CURLU *u, CURLUPart part)
+{
+    char *v = NULL;
+    CURLUcode uc = curl_url_get(u, part, &v, 0);
+    bool r = uc == CURLUE_OK && v != NULL;
+    curl_free(v);
+    return r;
+}
+
+/* u holds a parsed URL: apply the rules and fill the outputs. */
+static int check_parsed(CURLU *u, char **out_url,
+                        char origin[HTTP_ORIGIN_SIZE], struct aur_error *err)
+{
+    char *scheme = NULL, *host = NULL, *port = NULL, *full = NULL;
+    int rc = AUR_E_INVAL;
+
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        strcasecmp(scheme, "https") != 0) {
+        aur_fail(err, rc, 0, "not an https URL");
+        goto out;
+    }
+    if (has_part(u, CURLUPART_USER) || has_part(u, CURLUPART_PASSWORD) ||
+        has_part(u, CURLUPART_OPTIONS)) {
+        aur_fail(err, rc, 0, "URL carries credentials (userinfo)");
+        goto out;
+    }
+    if (has_part(u, CURLUPART_FRAGMENT)) {
+        aur_fail(err, rc, 0, "URL carries a fragment");
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host ||
+        !*host) {
+        aur_fail(err, rc, 0, "URL has no host");
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) !=
+            CURLUE_OK ||
+        !port) {
+        aur_fail(err, rc, 0, "URL has no usable port");
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_URL, &full, 0) != CURLUE_OK || !full) {
+        aur_fail(err, rc, 0, "URL cannot be rebuilt");
+        goto out;
+    }
+    for (char *h = host; *h; h++)
+        *h = (char)tolower((unsigned char)*h);
+    if ((size_t)snprintf(origin, HTTP_ORIGIN_SIZE, "https://%s:%s", host,
+                         port) >= HTTP_ORIGIN_SIZE) {
+        aur_fail(err, rc, 0, "URL host is too long");
+        goto out;
+    }
+    *out_url = strdup(full);
+    rc = *out_url ? AUR_OK : aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(full);
+    return rc;
+}
+
+/* Control bytes and spaces are never part of a URL we accept; curl would
+ * otherwise percent-encode or trim some of them silently.  Nor is an
+ * empty authority ("https:///x"), which curl would read leniently. */
+static bool clean_text(const char *s)
+{
+    const char *a = strstr(s, "://");
+    if (a && a[3] == '/')
+        return false;
+    for (; *s; s++)
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s == 0x7F)
+            return false;
+    return true;
+}
+
+int http_url_check(const char *url, char **out_url,
+                   char origin[HTTP_ORIGIN_SIZE], struct aur_error *err)
+{
+    CURLU *u;
+    int rc;
+
+    if (!url || !*url || !clean_text(url))
+        return aur_fail(err, AUR_E_INVAL, 0,
+                        "URL is empty, has no host, or has spaces or "
+                        "control characters");
+    u = curl_url();
+    if (!u)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    if (curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) !=
+        CURLUE_OK)
+        rc = aur_fail(err, AUR_E_INVAL, 0, "URL does not parse");
+    else
+        rc = check_parsed(u, out_url, origin, err);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+int http_url_redirect(const char *base, const char *location, char **out_url,
+                      char origin[HTTP_ORIGIN_SIZE], struct aur_error *err)
+{
+    CURLU *u;
+    int rc;
+
+    if (!location || !*location || !clean_text(location))
+        return aur_fail(err, AUR_E_INVAL, 0, "redirect Location is empty or "
+                                            "has spaces or control "
+                                            "characters");
+    u = curl_url();
+    if (!u)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    /* Setting a URL onto a handle holding base resolves it relatively. */
+    if (curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+        curl_url_set(u, CURLUPART_URL, location, CURLU_NON_SUPPORT_SCHEME) !=
+            CURLUE_OK)
+        rc = aur_fail(err, AUR_E_INVAL, 0, "redirect Location does not parse");
+    else
+        rc = check_parsed(u, out_url, origin, err);
+    curl_url_cleanup(u);
+    if (rc != AUR_OK && err)
+        rc = aur_fail(err, rc, 0, "redirect refused: %.200s", err->msg);
+    return rc;
+}
+
+static const char B64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *base64_wrap(const unsigned char *s, size_t n)
+{
+    size_t out_len = 9 + (n + 2) / 3 * 4 + 2 + 1;
+    char *o = malloc(out_len), *p;
+
+    if (!o)
+        return NULL;
+    memcpy(o, "=?base64?", 9);
+    p = o + 9;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)s[i + 1] << 8;
+        if (i + 2 < n)
+            v |= s[i + 2];
+        *p++ = B64[(v >> 18) & 63];
+        *p++ = B64[(v >> 12) & 63];
+        *p++ = i + 1 < n ? B64[(v >> 6) & 63] : '=';
+        *p++ = i + 2 < n ? B64[v & 63] : '=';
+    }
+    memcpy(p, "?=", 3);
+    return o;
+}
+
+char *http_header_value(const char *v, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)v;
+    bool plain = len > 0;
+    char *o;
+
+    for (size_t i = 0; plain && i < len; i++) {
+        bool ws = s[i] == ' ' || s[i] == '\t';
+        if (ws && (i == 0 || i + 1 == len))
+            plain = false;
+        else if (!ws && (s[i] < 0x21 || s[i] > 0x7E))
+            plain = false;
+    }
+    /* A value that already looks encoded must be encoded again, or the
+     * server would decode it. */
+    if (plain && len >= 11 && memcmp(v, "=?base64?", 9) == 0 &&
+        memcmp(v + len - 2, "?=", 2) == 0)
+        plain = false;
+    if (!plain && len > 0)
+        return base64_wrap(s, len);
+    o = malloc(len + 1);
+    if (o) {
+        memcpy(o, v, len);
+        o[len] = '\0';
+    }
+    return o;
+}

@@ -1,0 +1,968 @@
+/*
+ * check_transport_http.c - transport-http: the SSE parser and URL rules
+ * (compiled in from the plugin's sources) and the plugin itself through
+ * its ABI against tests/http/https_fixture.c over loopback TLS.
+ */
+#define _GNU_SOURCE
+#include "http/http_host.h"
+#include "http_int.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ================================================================== */
+/* SSE parser                                                         */
+/* ================================================================== */
+
+struct col {
+    char out[8192];
+    int n;
+    int stop_after; /* 0 = never */
+};
+
+static int collect(void *ud, const struct sse_event *ev)
+{
+    struct col *c = ud;
+    size_t l = strlen(c->out);
+    snprintf(c->out + l, sizeof c->out - l, "[%s|%s|%s]", ev->type, ev->data,
+             ev->last_id);
+    c->n++;
+    return c->stop_after && c->n >= c->stop_after;
+}
+
+static const char *parse_all(const char *s, size_t len, size_t max)
+{
+    static struct col c;
+    struct sse_parser p;
+    memset(&c, 0, sizeof c);
+    sse_init(&p, max);
+    ck_assert_int_eq(sse_feed(&p, s, len, collect, &c), SSE_OK);
+    sse_finish(&p);
+    sse_free(&p);
+    return c.out;
+}
+
+#define PARSE(s) parse_all((s), sizeof(s) - 1, 1 << 20)
+
+START_TEST(sse_line_ends)
+{
+    ck_assert_str_eq(PARSE("data: a\n\n"), "[message|a|]");
+    ck_assert_str_eq(PARSE("data: a\r\n\r\n"), "[message|a|]");
+    ck_assert_str_eq(PARSE("data: a\r\rdata: b\r\r"), "[message|a|][message|b|]");
+    ck_assert_str_eq(PARSE("data: a\r\n\ndata: b\n\r\n"),
+                     "[message|a|][message|b|]");
+}
+END_TEST
+
+START_TEST(sse_fields)
+{
+    /* multi-line data joins with LF; one leading space stripped only */
+    ck_assert_str_eq(PARSE("data: x\ndata:  y\ndata:z\n\n"),
+                     "[message|x\n y\nz|]");
+    ck_assert_str_eq(PARSE(": comment\n: keepalive\n\n"), "");
+    ck_assert_str_eq(PARSE("event: other\ndata: q\n\ndata: r\n\n"),
+                     "[other|q|][message|r|]");
+    ck_assert_str_eq(PARSE("id: 7\ndata: a\n\ndata: b\n\n"),
+                     "[message|a|7][message|b|7]");
+    ck_assert_str_eq(PARSE("foo: bar\ndata\n\n"), "[message||]");
+    ck_assert_str_eq(PARSE("data: \n\n"), "[message||]"); /* priming */
+    ck_assert_str_eq(PARSE("event: x\n\ndata: a\n\n"), "[message|a|]");
+    ck_assert_str_eq(PARSE("data:a:b\n\n"), "[message|a:b|]");
+}
+END_TEST
+
+START_TEST(sse_retry_and_id_rules)
+{
+    struct sse_parser p;
+    struct col c;
+    memset(&c, 0, sizeof c);
+    sse_init(&p, 4096);
+    sse_feed(&p, "retry: 2000\n\n", 13, collect, &c);
+    ck_assert_int_eq(p.retry_ms, 2000);
+    sse_feed(&p, "retry: 2x\n\nretry:\n\n", 19, collect, &c);
+    ck_assert_int_eq(p.retry_ms, 2000);
+    sse_feed(&p, "id: a\0b\ndata: x\n\n", 17, collect, &c);
+    ck_assert_str_eq(c.out, "[message|x|]"); /* id with NUL ignored */
+    sse_free(&p);
+}
+END_TEST
+
+START_TEST(sse_eof_discards)
+{
+    ck_assert_str_eq(PARSE("data: a\n\ndata: b\n"), "[message|a|]");
+    ck_assert_str_eq(PARSE("data: a\n\ndata: b"), "[message|a|]");
+}
+END_TEST
+
+START_TEST(sse_bom)
+{
+    ck_assert_str_eq(PARSE("\xEF\xBB\xBF" "data: a\n\n"), "[message|a|]");
+    /* only one BOM is dropped; a second one is field text */
+    ck_assert_str_eq(PARSE("\xEF\xBB\xBF\xEF\xBB\xBF" "data: a\n\n"), "");
+    /* a partial BOM is ordinary text */
+    ck_assert_str_eq(PARSE("\xEF\xBB" "data: a\n\ndata: b\n\n"),
+                     "[message|b|]");
+    /* BOM split over three chunks */
+    struct sse_parser p;
+    struct col c;
+    memset(&c, 0, sizeof c);
+    sse_init(&p, 4096);
+    sse_feed(&p, "\xEF", 1, collect, &c);
+    sse_feed(&p, "\xBB", 1, collect, &c);
+    sse_feed(&p, "\xBF" "data: z\n\n", 10, collect, &c);
+    ck_assert_str_eq(c.out, "[message|z|]");
+    sse_free(&p);
+}
+END_TEST
+
+START_TEST(sse_max_event)
+{
+    struct sse_parser p;
+    struct col c;
+    char big[300];
+    memset(&c, 0, sizeof c);
+    memset(big, 'x', sizeof big);
+    sse_init(&p, 256);
+    ck_assert_int_eq(sse_feed(&p, "data: ok\n\n", 10, collect, &c), SSE_OK);
+    ck_assert_int_eq(sse_feed(&p, "data: ", 6, collect, &c), SSE_OK);
+    ck_assert_int_eq(sse_feed(&p, big, sizeof big, collect, &c),
+                     SSE_TOO_BIG);
+    /* sticky: later input is refused, nothing more dispatched */
+    ck_assert_int_eq(sse_feed(&p, "\n\ndata: y\n\n", 11, collect, &c),
+                     SSE_TOO_BIG);
+    ck_assert_str_eq(c.out, "[message|ok|]");
+    ck_assert_uint_le(p.line_cap, 257);
+    sse_free(&p);
+    /* many short data lines cannot grow one event past the bound */
+    memset(&c, 0, sizeof c);
+    sse_init(&p, 256);
+    int rc = SSE_OK;
+    for (int i = 0; i < 100 && rc == SSE_OK; i++)
+        rc = sse_feed(&p, "data: 0123456789\n", 17, collect, &c);
+    ck_assert_int_eq(rc, SSE_TOO_BIG);
+    ck_assert_uint_le(p.data_cap, 257);
+    sse_free(&p);
+}
+END_TEST
+
+START_TEST(sse_stop)
+{
+    struct sse_parser p;
+    struct col c;
+    memset(&c, 0, sizeof c);
+    c.stop_after = 1;
+    sse_init(&p, 4096);
+    ck_assert_int_eq(sse_feed(&p, "data: a\n\ndata: b\n\n", 18, collect, &c),
+                     SSE_STOPPED);
+    ck_assert_str_eq(c.out, "[message|a|]");
+    sse_free(&p);
+}
+END_TEST
+
+/* Every split of the sample into two chunks, and byte-by-byte, gives the
+ * same events as one feed. */
+START_TEST(sse_every_split)
+{
+    static const char s[] =
+        "\xEF\xBB\xBFid: 1\r\nretry: 10\r\ndata: \r\n\r\n: ka\r\n\r\n"
+        "event: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n"
+        "event: other\ndata: x\n\ndata: cr\r\rdata: last\n\ndata: tail";
+    const size_t n = sizeof s - 1;
+    char want[8192];
+    snprintf(want, sizeof want, "%s", parse_all(s, n, 1 << 20));
+    ck_assert_str_eq(want, "[message||1][message|{\"a\":\n1}|1][other|x|1]"
+                           "[message|cr|1][message|last|1]");
+    for (size_t cut = 0; cut <= n; cut++) {
+        struct sse_parser p;
+        struct col c;
+        memset(&c, 0, sizeof c);
+        sse_init(&p, 1 << 20);
+        sse_feed(&p, s, cut, collect, &c);
+        sse_feed(&p, s + cut, n - cut, collect, &c);
+        sse_finish(&p);
+        sse_free(&p);
+        ck_assert_msg(strcmp(c.out, want) == 0, "split at %zu: %s", cut,
+                      c.out);
+    }
+    struct sse_parser p;
+    struct col c;
+    memset(&c, 0, sizeof c);
+    sse_init(&p, 1 << 20);
+    for (size_t i = 0; i < n; i++)
+        sse_feed(&p, s + i, 1, collect, &c);
+    sse_free(&p);
+    ck_assert_str_eq(c.out, want);
+}
+END_TEST
+
+/* ================================================================== */
+/* URL rules                                                          */
+/* ================================================================== */
+
+static int url_rc(const char *u, char origin[HTTP_ORIGIN_SIZE])
+{
+    char *out = NULL;
+    struct aur_error err;
+    int rc = http_url_check(u, &out, origin, &err);
+    free(out);
+    return rc;
+}
+
+START_TEST(url_valid)
+{
+    char o[HTTP_ORIGIN_SIZE];
+    ck_assert_int_eq(url_rc("https://Example.COM/mcp?x=1", o), AUR_OK);
+    ck_assert_str_eq(o, "https://example.com:443");
+    ck_assert_int_eq(url_rc("HTTPS://h:8443/rpc", o), AUR_OK);
+    ck_assert_str_eq(o, "https://h:8443");
+    ck_assert_int_eq(url_rc("https://h:443/", o), AUR_OK);
+    ck_assert_str_eq(o, "https://h:443");
+    ck_assert_int_eq(url_rc("https://127.0.0.1:9/", o), AUR_OK);
+}
+END_TEST
+
+START_TEST(url_invalid)
+{
+    char o[HTTP_ORIGIN_SIZE];
+    struct aur_error err;
+    char *out = NULL;
+    const char *bad[] = {"http://h/rpc", "https:///missing-host",
+                         "https://u:p@h/rpc", "https://u@h/rpc",
+                         "https://h/rpc#f", "ftp://h/", "", "https://h/ x",
+                         "https://h/\r\nX: y", "//h/x", "h/x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(url_rc(bad[i], o) == AUR_E_INVAL, "accepted %s",
+                      bad[i]);
+    /* the reason never quotes the URL (userinfo may be a secret) */
+    http_url_check("https://user:hunter2@h/", &out, o, &err);
+    ck_assert_ptr_null(strstr(err.msg, "hunter2"));
+}
+END_TEST
+
+START_TEST(url_redirects)
+{
+    char o[HTTP_ORIGIN_SIZE], *out = NULL;
+    struct aur_error err;
+    ck_assert_int_eq(http_url_redirect("https://a:1/x/y", "/z?q", &out, o,
+                                       &err),
+                     AUR_OK);
+    ck_assert_str_eq(out, "https://a:1/z?q");
+    ck_assert_str_eq(o, "https://a:1");
+    free(out);
+    ck_assert_int_eq(http_url_redirect("https://a/x/y", "w", &out, o, &err),
+                     AUR_OK);
+    ck_assert_str_eq(out, "https://a/x/w");
+    free(out);
+    ck_assert_int_eq(http_url_redirect("https://a/x", "https://B:2/m", &out,
+                                       o, &err),
+                     AUR_OK);
+    ck_assert_str_eq(o, "https://b:2");
+    free(out);
+    ck_assert_int_eq(http_url_redirect("https://a/x", "http://a/x", &out, o,
+                                       &err),
+                     AUR_E_INVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "redirect refused"));
+    ck_assert_int_eq(http_url_redirect("https://a/x", "https://u@a/x", &out,
+                                       o, &err),
+                     AUR_E_INVAL);
+    ck_assert_int_eq(http_url_redirect("https://a/x", "/y#frag", &out, o,
+                                       &err),
+                     AUR_E_INVAL);
+    ck_assert_int_eq(http_url_redirect("https://a/x", "", &out, o, &err),
+                     AUR_E_INVAL);
+}
+END_TEST
+
+START_TEST(header_encoding)
+{
+    struct {
+        const char *in, *out;
+    } t[] = {
+        {"echo", "echo"},
+        {"a b", "a b"},
+        {"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+        {"Zürich ", "=?base64?WsO8cmljaCA=?="},
+        {" x", "=?base64?IHg=?="},
+        {"=?base64?ZWNobw==?=", "=?base64?PT9iYXNlNjQ/WldOb2J3PT0/PQ==?="},
+        {"a\r\nb", "=?base64?YQ0KYg==?="},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        char *v = http_header_value(t[i].in, strlen(t[i].in));
+        ck_assert_str_eq(v, t[i].out);
+        free(v);
+    }
+    ck_assert(http_visible_ascii("abc-1"));
+    ck_assert(!http_visible_ascii("a b"));
+    ck_assert(!http_visible_ascii(""));
+}
+END_TEST
+
+/* ================================================================== */
+/* The plugin against the fixture                                     */
+/* ================================================================== */
+
+static const char *str_at(struct json_object *m, const char *k1,
+                          const char *k2)
+{
+    struct json_object *a, *b;
+    if (!json_object_object_get_ex(m, k1, &a))
+        return "";
+    if (!k2)
+        return json_object_get_string(a);
+    return json_object_object_get_ex(a, k2, &b) ? json_object_get_string(b)
+                                                : "";
+}
+
+static void set_proto(struct aur_conn *c, int modern, const char *v)
+{
+    struct aur_protocol_info pi = {sizeof pi, modern, v};
+    struct aur_error err;
+    ck_assert_int_eq(OPS->set_protocol(c, &pi, &err), AUR_OK);
+}
+
+/* A request that must come back as a synthesised/marked error. */
+static struct json_object *fail_of(struct aur_conn *c, const char *id,
+                                   int *status, bool *delivered)
+{
+    struct json_object *m = wait_id(id, 8000);
+    ck_assert_msg(m != NULL, "no response for %s", id);
+    ck_assert_ptr_nonnull(err_of(m));
+    ck_assert_msg(marker(m, status, delivered), "no transport marker");
+    return m;
+}
+
+START_TEST(modern_json_headers)
+{
+    struct aur_conn *c;
+    struct json_object *m, *p;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/mcp");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    m = req("r1", "tools/call");
+    json_object_object_get_ex(m, "params", &p);
+    json_object_object_add(p, "name", json_object_new_string("echo"));
+    send_ok(c, m);
+    m = req("r2", "resources/read");
+    json_object_object_get_ex(m, "params", &p);
+    json_object_object_add(p, "uri", json_object_new_string("Zürich "));
+    send_ok(c, m);
+    send_ok(c, note("notifications/x"));
+    /* two workers: the answers may come in either order */
+    for (int i = 0; i < 2; i++) {
+        m = next_msg(5000);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(str_at(m, "result", "method"),
+                         strcmp(str_at(m, "id", NULL), "r1") == 0
+                             ? "tools/call"
+                             : "resources/read");
+        json_object_put(m);
+    }
+    ck_assert(fx_wait("rpc=notifications/x", 3000));
+    const char *l = fx_log();
+    ck_assert_ptr_nonnull(strstr(l, "rpc=tools/call mcp-method=tools/call "
+                                    "mcp-protocol-version=2026-07-28 "
+                                    "mcp-session-id=- mcp-name=echo"));
+    ck_assert_ptr_nonnull(strstr(l, "mcp-name==?base64?WsO8cmljaCA=?="));
+    ck_assert_ptr_nonnull(strstr(l, "content-type"));
+    ck_assert_ptr_nonnull(strstr(l, "accept"));
+    ck_assert_ptr_null(strstr(l, "auth=1"));
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_eq(msg_count(), 2); /* the 202 delivered nothing */
+}
+END_TEST
+
+START_TEST(probe_headers)
+{
+    struct aur_conn *c;
+    struct json_object *m, *p, *meta;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/mcp");
+    c = open_ok();
+    m = req("aur-probe-1", "server/discover");
+    json_object_object_get_ex(m, "params", &p);
+    meta = json_object_new_object();
+    json_object_object_add(meta, "io.modelcontextprotocol/protocolVersion",
+                           json_object_new_string("2026-07-28"));
+    json_object_object_add(p, "_meta", meta);
+    send_ok(c, m);
+    json_object_put(wait_id("aur-probe-1", 5000));
+    ck_assert_ptr_nonnull(strstr(fx_log(), "rpc=server/discover "
+                                           "mcp-method=server/discover "
+                                           "mcp-protocol-version=2026-07-28"));
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
+static void sse_case(const char *path)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    c = open_ok();
+    send_ok(c, req("s1", "tools/call"));
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL), "notifications/progress");
+    json_object_put(m);
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "id", NULL), "s1");
+    ck_assert_ptr_nonnull(json_object_object_get(m, "result"));
+    json_object_put(m);
+    ck_assert_ptr_null(next_msg(300)); /* event: other never delivered */
+    OPS->close(c, t_now() + 2000);
+}
+
+START_TEST(sse_lf) { sse_case("/sse"); }
+END_TEST
+
+START_TEST(sse_crlf) { sse_case("/sse-crlf"); }
+END_TEST
+
+START_TEST(status_errors)
+{
+    struct aur_conn *c;
+    struct json_object *m, *d, *sup;
+    int st;
+    bool dl;
+    const char *paths[] = {"/accepted", "/e400", "/text404", "/e500"};
+    const int want[] = {202, 400, 404, 500};
+    for (int i = 0; i < 4; i++) {
+        char id[8];
+        up2(NULL, NULL, NULL, NULL);
+        ep_path(paths[i]);
+        c = open_ok();
+        snprintf(id, sizeof id, "q%d", i);
+        send_ok(c, req(id, "x/y"));
+        m = fail_of(c, id, &st, &dl);
+        ck_assert_int_eq(st, want[i]);
+        ck_assert(dl);
+        if (i == 1) {
+            /* the server's error, id forced, data kept */
+            ck_assert_int_eq(err_code(m), -32022);
+            ck_assert(json_object_object_get_ex(err_of(m), "data", &d));
+            ck_assert(json_object_object_get_ex(d, "supported", &sup));
+            ck_assert_int_eq(json_object_array_length(sup), 1);
+        } else {
+            ck_assert_int_eq(err_code(m), -32000);
+            char want_msg[32];
+            snprintf(want_msg, sizeof want_msg, "HTTP %d", want[i]);
+            ck_assert_ptr_nonnull(strstr(str_at(m, "error", "message"),
+                                         want_msg));
+        }
+        json_object_put(m);
+        OPS->close(c, t_now() + 2000);
+        down();
+    }
+}
+END_TEST
+
+static void auth_env(void)
+{
+    setenv("AUR_T_TOKEN", "tok-s3cr3t-value", 1);
+    cfg_add(&EP, "auth_env", "AUR_T_TOKEN");
+}
+
+static void cross_origin(const char *path)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    auth_env();
+    c = open_ok();
+    send_ok(c, req("x1", "tools/call"));
+    m = wait_id("x1", 5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "result", "port"), "B");
+    ck_assert_str_eq(str_at(m, "result", "auth"), "false");
+    json_object_put(m);
+    ck_assert_int_eq(fx_count("port=A method=POST"), 1);
+    ck_assert_int_eq(fx_count("port=A method=POST path=/r30"), 1);
+    ck_assert_ptr_nonnull(strstr(fx_log(), "auth=1 rpc=tools/call"));
+    ck_assert_ptr_nonnull(strstr(fx_log(), "port=B method=POST path=/mcp "
+                                           "auth=0 rpc=tools/call"));
+    OPS->close(c, t_now() + 2000);
+    ck_assert(!log_has("tok-s3cr3t"));
+}
+
+START_TEST(redirect_307_cross_origin) { cross_origin("/r307x"); }
+END_TEST
+
+START_TEST(redirect_308_cross_origin) { cross_origin("/r308x"); }
+END_TEST
+
+START_TEST(redirect_same_origin_keeps_auth)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/r307same");
+    auth_env();
+    c = open_ok();
+    send_ok(c, req("x2", "tools/call"));
+    m = wait_id("x2", 5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "result", "auth"), "true");
+    json_object_put(m);
+    ck_assert_int_eq(fx_count("auth=1"), 2);
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
+static void redirect_fails(const char *path, const char *needle,
+                           int requests)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    int st;
+    bool dl;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    c = open_ok();
+    send_ok(c, req("f1", "tools/call"));
+    m = fail_of(c, "f1", &st, &dl);
+    ck_assert_int_eq(err_code(m), -32000);
+    ck_assert_msg(strstr(str_at(m, "error", "message"), needle), "%s",
+                  str_at(m, "error", "message"));
+    ck_assert(dl); /* the first hop got the request */
+    ck_assert_int_ge(st, 300);
+    ck_assert_int_lt(st, 400);
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_eq(fx_count("REQ "), requests);
+}
+
+START_TEST(redirect_301_refused) { redirect_fails("/r301", "301", 1); }
+END_TEST
+
+START_TEST(redirect_loop) { redirect_fails("/loop", "loop", 1); }
+END_TEST
+
+START_TEST(redirect_too_many) { redirect_fails("/chain", "more than 5", 6); }
+END_TEST
+
+START_TEST(redirect_http_never_connected)
+{
+    redirect_fails("/rhttp", "redirect refused", 1);
+    sleep_ms(200);
+    ck_assert_int_eq(fx_count("PLAIN-CONN"), 0);
+}
+END_TEST
+
+static void net_fail(int port, bool want_delivered, const char *path,
+                     int64_t dl_ms)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    struct aur_error err;
+    int st;
+    bool dl;
+    int64_t t0;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    if (port) {
+        static char url[128];
+        snprintf(url, sizeof url, "https://127.0.0.1:%d/mcp", port);
+        EP.v[0] = url;
+    }
+    c = open_ok();
+    t0 = t_now();
+    m = req("n1", "tools/call");
+    ck_assert_int_eq(OPS->send(c, m, t_now() + dl_ms, &err), AUR_OK);
+    json_object_put(m);
+    ck_assert_int_lt(t_now() - t0, 200); /* send never waits */
+    m = fail_of(c, "n1", &st, &dl);
+    ck_assert_int_eq(st, 0);
+    ck_assert_int_eq(dl, want_delivered);
+    ck_assert_ptr_nonnull(strstr(str_at(m, "error", "message"),
+                                 "transport: "));
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+}
+
+START_TEST(connect_refused)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sl = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    close(fd);
+    net_fail(ntohs(sa.sin_port), false, "/mcp", 3000);
+}
+END_TEST
+
+START_TEST(tls_handshake_stall)
+{
+    int64_t t0 = t_now();
+    net_fail(PORT[3], false, "/mcp", 1000);
+    ck_assert_int_lt(t_now() - t0, 4000);
+    ck_assert_int_ge(fx_count("STALL-CONN"), 1);
+}
+END_TEST
+
+START_TEST(tls_untrusted)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    int st;
+    bool dl;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/mcp");
+    EP.n = 0; /* no ca_file: the throwaway CA is not trusted */
+    cfg_add(&EP, "url", EP.v[0]);
+    cfg_add(&EP, "package", "org.test.http");
+    c = open_ok();
+    send_ok(c, req("t1", "tools/call"));
+    m = fail_of(c, "t1", &st, &dl);
+    ck_assert(!dl);
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_eq(fx_count("REQ "), 0);
+}
+END_TEST
+
+START_TEST(connection_reset) { net_fail(0, true, "/reset", 3000); }
+END_TEST
+
+START_TEST(truncated_stream)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    int st;
+    bool dl;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/trunc");
+    c = open_ok();
+    send_ok(c, req("u1", "tools/call"));
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL), "n/one");
+    json_object_put(m);
+    /* the unterminated response event is discarded, not delivered */
+    m = fail_of(c, "u1", &st, &dl);
+    ck_assert_int_eq(st, 200);
+    ck_assert(dl);
+    ck_assert_ptr_nonnull(strstr(str_at(m, "error", "message"),
+                                 "stream ended before the response"));
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
+START_TEST(event_over_limit)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    int st;
+    bool dl;
+    up2("max_event_bytes", "4096", NULL, NULL);
+    ep_path("/big");
+    c = open_ok();
+    send_ok(c, req("b1", "tools/call"));
+    m = fail_of(c, "b1", &st, &dl);
+    ck_assert_ptr_nonnull(strstr(str_at(m, "error", "message"),
+                                 "size limit"));
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
+START_TEST(legacy_session)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    int st;
+    bool dl;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/legacy");
+    c = open_ok();
+    send_ok(c, req("i0", "initialize"));
+    m = wait_id("i0", 5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "result", "protocolVersion"), "2025-11-25");
+    json_object_put(m);
+    ck_assert_ptr_nonnull(strstr(fx_log(), "rpc=initialize mcp-method=- "
+                                           "mcp-protocol-version=- "
+                                           "mcp-session-id=-"));
+    send_ok(c, note("notifications/initialized"));
+    ck_assert(fx_wait("rpc=notifications/initialized mcp-method=- "
+                      "mcp-protocol-version=2025-11-25 mcp-session-id=sess-1",
+                      3000));
+    set_proto(c, 0, "2025-11-25");
+    /* the standalone GET stream delivers list_changed */
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL),
+                     "notifications/tools/list_changed");
+    json_object_put(m);
+    ck_assert(fx_wait("method=GET path=/legacy", 1000));
+    send_ok(c, req("l1", "tools/list"));
+    m = wait_id("l1", 5000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    ck_assert_int_eq(closed_count(), 0);
+    send_ok(c, req("l2", "expire"));
+    m = fail_of(c, "l2", &st, &dl);
+    ck_assert_int_eq(st, 404);
+    ck_assert_int_eq(err_code(m), -32001);
+    json_object_put(m);
+    ck_assert(wait_closed(3000));
+    ck_assert_int_eq(closed_code(), AUR_E_CLOSED);
+    ck_assert_ptr_nonnull(strstr(closed_msg(), "session expired"));
+    struct aur_error err;
+    m = req("l3", "tools/list");
+    ck_assert_int_eq(OPS->send(c, m, t_now() + 1000, &err), AUR_E_CLOSED);
+    json_object_put(m);
+    OPS->close(c, t_now() + 3000);
+    ck_assert_int_eq(closed_count(), 1);
+    ck_assert(fx_wait("DELETE session=sess-1", 1000));
+    ck_assert(fx_wait("GONE path=/legacy", 2000));
+}
+END_TEST
+
+START_TEST(legacy_cancel_posts_cancelled)
+{
+    struct aur_conn *c;
+    struct json_object *m, *id;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/legacy?noget=1");
+    c = open_ok();
+    send_ok(c, req("i0", "initialize"));
+    json_object_put(wait_id("i0", 5000));
+    set_proto(c, 0, "2025-11-25");
+    send_ok(c, req("k1", "tools/call"));
+    id = json_object_new_string("k9");
+    OPS->cancel(c, id);
+    json_object_put(id);
+    ck_assert(fx_wait("rpc=notifications/cancelled", 3000));
+    ck_assert(fx_wait("method=GET", 1000)); /* answered 405: fine */
+    m = wait_id("k1", 3000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_eq(closed_count(), 0);
+}
+END_TEST
+
+START_TEST(cancel_aborts_transfer)
+{
+    struct aur_conn *c;
+    struct json_object *id;
+    int64_t t0;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/slow");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    send_ok(c, req("c1", "tools/call"));
+    ck_assert(fx_wait("path=/slow", 3000));
+    sleep_ms(100);
+    t0 = t_now();
+    id = json_object_new_string("c1");
+    OPS->cancel(c, id);
+    json_object_put(id);
+    ck_assert(fx_wait("GONE path=/slow", 2000));
+    ck_assert_int_lt(t_now() - t0, 1500);
+    ck_assert_ptr_null(next_msg(300)); /* no response synthesised */
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_eq(fx_count("notifications/cancelled"), 0); /* modern */
+}
+END_TEST
+
+START_TEST(close_aborts_inflight)
+{
+    struct aur_conn *c;
+    int64_t t0;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/slow");
+    c = open_ok();
+    send_ok(c, req("c1", "tools/call"));
+    send_ok(c, req("c2", "tools/call"));
+    ck_assert(fx_wait("path=/slow", 3000));
+    t0 = t_now();
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_lt(t_now() - t0, 1000);
+    ck_assert_int_eq(msg_count(), 0);
+    ck_assert_int_eq(closed_count(), 0);
+}
+END_TEST
+
+START_TEST(listen_stream_end_is_disconnect)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/listen?end=1");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    send_ok(c, req("L1", "subscriptions/listen"));
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL),
+                     "notifications/subscriptions/acknowledged");
+    json_object_put(m);
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL),
+                     "notifications/tools/list_changed");
+    json_object_put(m);
+    ck_assert(wait_closed(3000));
+    ck_assert_int_eq(closed_code(), AUR_E_CLOSED);
+    ck_assert_ptr_nonnull(strstr(closed_msg(), "listen stream ended"));
+    OPS->close(c, t_now() + 2000);
+    ck_assert_ptr_nonnull(strstr(fx_log(), "mcp-method=subscriptions/listen"));
+}
+END_TEST
+
+START_TEST(listen_outlives_deadline)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    struct aur_error err;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/listen");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    m = req("L2", "subscriptions/listen");
+    /* a deadline that passes while the stream is open: no read timeout */
+    ck_assert_int_eq(OPS->send(c, m, t_now() + 200, &err), AUR_OK);
+    json_object_put(m);
+    json_object_put(next_msg(3000));
+    m = next_msg(3000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    sleep_ms(1500);
+    ck_assert_int_eq(closed_count(), 0);
+    ck_assert_int_eq(fx_count("GONE"), 0);
+    OPS->close(c, t_now() + 2000);
+    ck_assert_int_eq(closed_count(), 0);
+    ck_assert(fx_wait("GONE path=/listen", 2000));
+}
+END_TEST
+
+START_TEST(open_rejects)
+{
+    struct aur_conn *c = NULL;
+    struct aur_error err;
+    uint32_t caps;
+    up2(NULL, NULL, NULL, NULL);
+    memset(&EP, 0, sizeof EP);
+    cfg_add(&EP, "url", "http://127.0.0.1:1/mcp");
+    ck_assert_int_eq(OPS->open(ST, &EP, &SINK, t_now() + 1000, &c, &caps,
+                               &err),
+                     AUR_E_CONFIG);
+    ck_assert_ptr_null(c);
+    ep_path("/mcp");
+    unsetenv("AUR_T_UNSET");
+    cfg_add(&EP, "auth_env", "AUR_T_UNSET");
+    ck_assert_int_eq(OPS->open(ST, &EP, &SINK, t_now() + 1000, &c, &caps,
+                               &err),
+                     AUR_E_CONFIG);
+    ep_path("/mcp");
+    cfg_add(&EP, "ca_file", "/nonexistent/ca.pem");
+    ck_assert_int_eq(OPS->open(ST, &EP, &SINK, t_now() + 1000, &c, &caps,
+                               &err),
+                     AUR_E_CONFIG);
+    ck_assert_ptr_null(c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("transport_http");
+    TCase *t;
+
+    t = tcase_create("sse");
+    tcase_add_test(t, sse_line_ends);
+    tcase_add_test(t, sse_fields);
+    tcase_add_test(t, sse_retry_and_id_rules);
+    tcase_add_test(t, sse_eof_discards);
+    tcase_add_test(t, sse_bom);
+    tcase_add_test(t, sse_max_event);
+    tcase_add_test(t, sse_stop);
+    tcase_add_test(t, sse_every_split);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("url");
+    tcase_add_test(t, url_valid);
+    tcase_add_test(t, url_invalid);
+    tcase_add_test(t, url_redirects);
+    tcase_add_test(t, header_encoding);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("exchange");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, modern_json_headers);
+    tcase_add_test(t, probe_headers);
+    tcase_add_test(t, sse_lf);
+    tcase_add_test(t, sse_crlf);
+    tcase_add_test(t, status_errors);
+    tcase_add_test(t, truncated_stream);
+    tcase_add_test(t, event_over_limit);
+    tcase_add_test(t, open_rejects);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("redirects");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, redirect_307_cross_origin);
+    tcase_add_test(t, redirect_308_cross_origin);
+    tcase_add_test(t, redirect_same_origin_keeps_auth);
+    tcase_add_test(t, redirect_301_refused);
+    tcase_add_test(t, redirect_loop);
+    tcase_add_test(t, redirect_too_many);
+    tcase_add_test(t, redirect_http_never_connected);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("network");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, connect_refused);
+    tcase_add_test(t, tls_handshake_stall);
+    tcase_add_test(t, tls_untrusted);
+    tcase_add_test(t, connection_reset);
+    suite_add_tcase(s, t);
+
+    t = tcase_create("streams");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, legacy_session);
+    tcase_add_test(t, legacy_cancel_posts_cancelled);
+    tcase_add_test(t, cancel_aborts_transfer);
+    tcase_add_test(t, close_aborts_inflight);
+    tcase_add_test(t, listen_stream_end_is_disconnect);
+    tcase_add_test(t, listen_outlives_deadline);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r;
+    int failed;
+
+    make_certs();
+    r = srunner_create(suite());
+    srunner_set_fork_status(r, CK_FORK);
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", CERT_DIR);
+        if (system(cmd) != 0)
+            failed++;
+    }
+    return failed ? 1 : 0;
+}

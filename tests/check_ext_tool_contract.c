@@ -248,8 +248,8 @@ static int validate(void *s, const char *props, const char *contract,
     int rc;
     aur_error_clear(err);
     rc = OPS->validate_tool(ST, s, &REF, tj, sc, err);
-    if (scopes_out)
-        snprintf(scopes_out, size, "%s", T(sc));
+    if (scopes_out && snprintf(scopes_out, size, "%s", T(sc)) >= (int)size)
+        ck_abort_msg("scopes text longer than %zu bytes", size);
     json_object_put(tj);
     json_object_put(sc);
     return rc;

@@ -54,7 +54,8 @@ START_TEST(sse_line_ends)
 {
     ck_assert_str_eq(PARSE("data: a\n\n"), "[message|a|]");
     ck_assert_str_eq(PARSE("data: a\r\n\r\n"), "[message|a|]");
-    ck_assert_str_eq(PARSE("data: a\r\rdata: b\r\r"), "[message|a|][message|b|]");
+    ck_assert_str_eq(PARSE("data: a\r\rdata: b\r\r"),
+                     "[message|a|][message|b|]");
     ck_assert_str_eq(PARSE("data: a\r\n\ndata: b\n\r\n"),
                      "[message|a|][message|b|]");
 }

@@ -52,8 +52,7 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
     struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
     struct json_object *s = NULL;
 
-    if (json_object_deep_copy(t->scopes, &s, NULL) != 0)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    s = aur__json_copy(t->scopes);
     for (size_t i = 0; i < app->next; i++) {
         struct aur__ext_session *x = &app->ext[i];
         int rc;
@@ -343,11 +342,16 @@ static void call_app(struct aur__tool *t, struct json_object *args,
                 "MCP App is not connected; the call was not sent");
         return;
     }
-    dl = aur__now_ms() + (timeout_ms < 0 ? app->cfg->timeout_ms : timeout_ms);
+    /* Never longer than the App's timeout: shutdown waits that long for
+     * calls in flight before it frees the connection. */
+    if (timeout_ms < 0 || timeout_ms > app->cfg->timeout_ms)
+        timeout_ms = app->cfg->timeout_ms;
+    dl = aur__now_ms() + timeout_ms;
     params = json_object_new_object();
     json_object_object_add(params, "name", json_object_new_string(t->raw_name));
+    /* A copy: the caller's object may be shared with other threads. */
     json_object_object_add(params, "arguments",
-                           args ? json_object_get(args)
+                           args ? aur__json_copy(args)
                                 : json_object_new_object());
     if (app->modern)
         json_object_object_add(params, "_meta", aur__app_envelope(app));

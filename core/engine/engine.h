@@ -202,6 +202,11 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
 bool aur__transport_marker(struct json_object *err_obj, int *http_status,
                            bool *delivered);
 
+/* json-c reference counts are not atomic (Debian builds it without
+ * threading): an object shared between threads is only ever read, and a
+ * thread that needs to keep or attach it takes a deep copy. */
+struct json_object *aur__json_copy(struct json_object *v);
+
 /* Small helpers (util.c). */
 char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);
 void aur__set_str(char **slot, const char *v);

@@ -219,7 +219,7 @@ int aur_mcp_add_builtin(struct aur_mcp *h, const char *id,
     t->id = strdup(id);
     t->raw_name = strdup(strrchr(id, '.') + 1);
     t->description = strdup(description && *description ? description : id);
-    t->schema = schema ? json_object_get(schema)
+    t->schema = schema ? aur__json_copy(schema)
                        : json_tokener_parse("{\"type\":\"object\"}");
     t->scopes = json_tokener_parse("{\"observe\":[],\"publish\":[]}");
     t->fn = fn;

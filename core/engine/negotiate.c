@@ -47,7 +47,7 @@ struct json_object *aur__app_envelope(struct aur__app *app)
         m, "io.modelcontextprotocol/protocolVersion",
         json_object_new_string(app->modern ? app->version : MODERN_VERSION));
     json_object_object_add(m, "io.modelcontextprotocol/clientCapabilities",
-                           json_object_get(app->client_caps));
+                           aur__json_copy(app->client_caps));
     json_object_object_add(m, "io.modelcontextprotocol/clientInfo",
                            client_info());
     return m;
@@ -235,7 +235,7 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
     json_object_object_add(params, "protocolVersion",
                            json_object_new_string(LEGACY_OFFER));
     json_object_object_add(params, "capabilities",
-                           json_object_get(app->client_caps));
+                           aur__json_copy(app->client_caps));
     json_object_object_add(params, "clientInfo", client_info());
     rc = aur__app_call(app, "initialize", params, NULL, dl, &res, err);
     if (rc == AUR_E_RPC) {

@@ -382,17 +382,19 @@ void aur__app_close(struct aur__app *app, int64_t grace_ms)
         if (aur__cond_wait_until(&app->cv, &app->mu, dl) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&app->mu);
-    for (size_t i = app->next; i-- > 0;) {
-        struct aur__ext_session *s = &app->ext[i];
-        if (s->active && AUR_HAS(&s->p->ops.e, end_session))
-            s->p->ops.e.end_session(s->p->state, s->session);
-        s->active = false;
-    }
+    /* The transport first: closing it joins the dispatch thread, so no
+     * on_notify can still be running when the sessions end. */
     if (rpc) {
         aur__rpc_close(rpc, aur__now_ms() + grace_ms);
         pthread_mutex_lock(&app->mu);
         app->rpc = NULL;
         pthread_mutex_unlock(&app->mu);
+    }
+    for (size_t i = app->next; i-- > 0;) {
+        struct aur__ext_session *s = &app->ext[i];
+        if (s->active && AUR_HAS(&s->p->ops.e, end_session))
+            s->p->ops.e.end_session(s->p->state, s->session);
+        s->active = false;
     }
     pthread_mutex_lock(&app->mu);
     if (app->opened)

@@ -31,11 +31,11 @@ static struct json_object *tool_json(const struct aur__tool *t)
     json_object_object_add(o, "raw_name", json_object_new_string(t->raw_name));
     json_object_object_add(o, "description",
                            json_object_new_string(t->description));
-    json_object_object_add(o, "input_schema", json_object_get(t->schema));
+    json_object_object_add(o, "input_schema", aur__json_copy(t->schema));
     if (json_object_object_get_ex(t->scopes, "observe", &v))
-        json_object_object_add(o, "observe", json_object_get(v));
+        json_object_object_add(o, "observe", aur__json_copy(v));
     if (json_object_object_get_ex(t->scopes, "publish", &v))
-        json_object_object_add(o, "publish", json_object_get(v));
+        json_object_object_add(o, "publish", aur__json_copy(v));
     return o;
 }
 

@@ -48,3 +48,11 @@ bool aur__transport_marker(struct json_object *err_obj, int *http_status,
                  json_object_get_boolean(v);
     return true;
 }
+
+struct json_object *aur__json_copy(struct json_object *v)
+{
+    struct json_object *c = NULL;
+    if (v && json_object_deep_copy(v, &c, NULL) != 0)
+        abort(); /* only on allocation failure */
+    return c;
+}

@@ -691,8 +691,8 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
         json_object_object_add(p, "reason",
                                json_object_new_string("cancelled by the host"));
         json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
-        json_object_object_add(m, "method",
-                               json_object_new_string("notifications/cancelled"));
+        json_object_object_add(
+            m, "method", json_object_new_string("notifications/cancelled"));
         json_object_object_add(m, "params", p);
         t = json_object_to_json_string_ext(m, SERIAL);
         if (n && t && (n->body = strdup(t))) {

@@ -78,7 +78,9 @@ struct aur_startup_error {
     char message[512]; /* one line, no secrets */
 };
 
-/* One frozen tool.  All borrowed from the host, valid until destroy. */
+/* One frozen tool.  All borrowed from the host, valid until destroy, and
+ * read-only: json-c reference counts are not thread-safe, so take a deep
+ * copy (json_object_deep_copy) rather than json_object_get. */
 struct aur_tool_info {
     const char *id;
     const char *app; /* package; "" for builtins */
@@ -126,7 +128,8 @@ const struct aur_tool_info *aur_mcp_tool_at(const struct aur_mcp *h,
 
 /*
  * Call a tool and block until its outcome is known or timeout_ms passes
- * (negative = the App's timeout_seconds).  arguments borrowed (NULL = {}).
+ * (negative, or more than the App's timeout_seconds = timeout_seconds).
+ * arguments borrowed and only read (NULL = {}); the host copies it.
  * Always fills *out, whatever happens; the return value is AUR_OK unless
  * the arguments themselves are unusable.  Never retried.
  */
@@ -135,7 +138,7 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
                  struct aur_tool_output *out);
 
 /* The status document (discover output without "tools" when
- * with_tools == 0).  Returns a new reference (transfer). */
+ * with_tools == 0).  Returns a new, unshared object (transfer). */
 struct json_object *aur_mcp_status_json(struct aur_mcp *h, int with_tools);
 
 /* Any App's restart_required. */

@@ -1,0 +1,248 @@
+/*
+ * fuzz_config.c - libFuzzer target for the configuration loader
+ * (core/config*.c through aur__config_load).
+ *
+ * One scratch config directory is made per process (mkdtemp under /tmp,
+ * removed at exit); every input overwrites its files and loads it:
+ *
+ *   default build:        input = apps.d/x.ini, host.ini fixed and valid;
+ *   -DFUZZ_CONFIG_SPLIT:  input = host.ini NUL app ini [NUL agents.ini];
+ *                         without a NUL the whole input is host.ini and
+ *                         the app is fixed and valid.
+ *
+ * The directory also holds srv/ and certs/ca.pem so working_dir and
+ * ca_file can resolve.  A load must fail cleanly (AUR_E_CONFIG or
+ * AUR_E_NOMEM, a "<file>:" message, nothing returned) or give a config
+ * that keeps the loader's promises; anything else aborts.  Leaks are
+ * ASan's to report.
+ *
+ * Fuzzing build: see fuzz/run.sh.  With -DAUR_FUZZ_REPLAY (CMake targets
+ * fuzz_config_replay / fuzz_config_split_replay) main() replays files.
+ */
+#include "aur_setup.h"
+
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "names.h"
+
+#ifdef FUZZ_CONFIG_SPLIT
+#define FUZZ_NAME "fuzz_config_split"
+#else
+#define FUZZ_NAME "fuzz_config"
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#ifndef FUZZ_CONFIG_SPLIT
+static const char host_ini[] =
+    "[host]\n"
+    "plugins = transport-stdio transport-http ext-world-events\n"
+    "journal = data/world.sqlite3\n"
+    "log_level = warn\n"
+    "\n"
+    "[mcp]\n"
+    "enabled = true\n";
+#else
+static const char app_ini[] =
+    "[app]\n"
+    "package = org.example.clock\n"
+    "enabled = true\n"
+    "transport = stdio\n"
+    "timeout_seconds = 30\n"
+    "\n"
+    "[stdio]\n"
+    "command = node\n"
+    "working_dir = srv\n";
+#endif
+
+static char dir[PATH_MAX];
+static char real_dir[PATH_MAX];
+
+static int rm_one(const char *p, const struct stat *st, int flag,
+                  struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
+static void cleanup(void)
+{
+    if (dir[0])
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    dir[0] = '\0';
+}
+
+/* Write dir/rel with exactly n bytes of text; abort on I/O failure, since
+ * a half-written file would make the run meaningless. */
+static void put(const char *rel, const void *text, size_t n)
+{
+    char p[PATH_MAX + 64];
+    FILE *f;
+
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    f = fopen(p, "wb");
+    if (!f || (n > 0 && fwrite(text, 1, n, f) != n) || fclose(f) != 0)
+        abort();
+}
+
+static void setup_once(void)
+{
+    char p[PATH_MAX + 64];
+
+    if (dir[0])
+        return;
+    strcpy(dir, "/tmp/aur-fuzz-config-XXXXXX");
+    if (!mkdtemp(dir))
+        abort();
+    atexit(cleanup);
+    snprintf(p, sizeof p, "%s/apps.d", dir);
+    if (mkdir(p, 0700) != 0)
+        abort();
+    snprintf(p, sizeof p, "%s/srv", dir);
+    if (mkdir(p, 0700) != 0)
+        abort();
+    snprintf(p, sizeof p, "%s/certs", dir);
+    if (mkdir(p, 0700) != 0)
+        abort();
+    put("certs/ca.pem", "pem\n", 4);
+    if (!realpath(dir, real_dir))
+        abort();
+}
+
+static bool has_plugin(const struct aur__config *c, const char *name)
+{
+    for (size_t i = 0; i < c->nplugins; i++)
+        if (strcmp(c->plugins[i], name) == 0)
+            return true;
+    return false;
+}
+
+static bool under_dir(const char *path)
+{
+    size_t n = strlen(real_dir);
+
+    return path && strncmp(path, real_dir, n) == 0 &&
+           (path[n] == '\0' || path[n] == '/');
+}
+
+/* What a successful load promises (config.h, aurora-semantics §3). */
+static void check_loaded(const struct aur__config *c)
+{
+    const struct aur__app_cfg *a;
+
+    if (!c || strcmp(c->dir, real_dir) != 0 || c->nplugins == 0)
+        abort();
+    if (!c->journal || c->journal[0] != '/')
+        abort();
+    if (c->log_file && c->log_file[0] != '/')
+        abort();
+    if (c->log_level < AUR_LOG_ERROR || c->log_level > AUR_LOG_DEBUG)
+        abort();
+    if (c->start_concurrency < 1 || c->max_pages < 1 || c->max_tools < 1 ||
+        c->max_relist < 0)
+        abort();
+    if (c->napps != 1)
+        abort();
+    a = &c->apps[0];
+    if (strcmp(a->file, "apps.d/x.ini") != 0 ||
+        !aur__valid_package(a->package) || a->timeout_ms < 1 ||
+        !(a->timeout_s > 0))
+        abort();
+    if (strcmp(aur__cfg_str(&a->endpoint, "package", ""), a->package) != 0)
+        abort();
+    if (a->transport == AUR__T_STDIO) {
+        if (!has_plugin(c, "transport-stdio") || !a->command ||
+            a->command[0] == '\0' || a->url ||
+            !under_dir(a->working_dir_abs))
+            abort();
+        for (size_t i = 0; i < a->nenv; i++)
+            if (!aur__valid_env_name(a->env[i]))
+                abort();
+    } else if (a->transport == AUR__T_HTTP) {
+        if (!has_plugin(c, "transport-http") || !a->url || a->command)
+            abort();
+        if (a->auth_env && !aur__valid_env_name(a->auth_env))
+            abort();
+        if (a->ca_file_abs && !under_dir(a->ca_file_abs))
+            abort();
+    } else {
+        abort();
+    }
+    if (a->event_mode == AUR__EV_WORLD && !has_plugin(c, "ext-world-events"))
+        abort();
+    for (size_t i = 0; i < c->nagents; i++)
+        if (!c->agents[i].id || c->agents[i].id[0] == '\0')
+            abort();
+}
+
+static void check_failed(int rc, const struct aur__config *c,
+                         const struct aur__config_diag *diag,
+                         const struct aur_error *err)
+{
+    size_t n = strlen(diag->file);
+
+    if (c || (rc != AUR_E_CONFIG && rc != AUR_E_NOMEM) || err->code != rc)
+        abort();
+    if (rc == AUR_E_CONFIG &&
+        (n == 0 || strncmp(err->msg, diag->file, n) != 0 ||
+         err->msg[n] != ':'))
+        abort();
+}
+
+static void write_inputs(const uint8_t *data, size_t size)
+{
+#ifdef FUZZ_CONFIG_SPLIT
+    const uint8_t *nul = memchr(data, 0, size), *nul2 = NULL;
+    char p[PATH_MAX + 64];
+
+    if (!nul) {
+        put("host.ini", data, size);
+        put("apps.d/x.ini", app_ini, sizeof app_ini - 1);
+    } else {
+        const uint8_t *app = nul + 1, *end = data + size;
+
+        put("host.ini", data, (size_t)(nul - data));
+        nul2 = memchr(app, 0, (size_t)(end - app));
+        put("apps.d/x.ini", app, (size_t)((nul2 ? nul2 : end) - app));
+        if (nul2)
+            put("agents.ini", nul2 + 1, (size_t)(end - nul2 - 1));
+    }
+    if (!nul2) {
+        snprintf(p, sizeof p, "%s/agents.ini", dir);
+        unlink(p);
+    }
+#else
+    put("host.ini", host_ini, sizeof host_ini - 1);
+    put("apps.d/x.ini", data, size);
+#endif
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct aur__config *c = NULL;
+    struct aur__config_diag diag;
+    struct aur_error err;
+    int rc;
+
+    setup_once();
+    write_inputs(data, size);
+    aur_error_clear(&err);
+    rc = aur__config_load(dir, &c, &diag, &err);
+    if (rc == AUR_OK)
+        check_loaded(c);
+    else
+        check_failed(rc, c, &diag, &err);
+    aur__config_free(c);
+    return 0;
+}
+
+#ifdef AUR_FUZZ_REPLAY
+#include "fuzz_replay.h"
+#endif

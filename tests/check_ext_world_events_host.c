@@ -392,6 +392,53 @@ START_TEST(legacy_sdk1_aurora_event)
 }
 END_TEST
 
+static int64_t status_count(struct aur_mcp *h, const char *key)
+{
+    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we, *v;
+    int64_t n = -1;
+    json_object_object_get_ex(st, "apps", &apps);
+    if (json_object_object_get_ex(json_object_array_get_idx(apps, 0),
+                                  "extension_status", &xs) &&
+        json_object_object_get_ex(xs, "org.aurorabot/world-events", &we) &&
+        json_object_object_get_ex(we, key, &v))
+        n = json_object_get_int64(v);
+    json_object_put(st);
+    return n;
+}
+
+static void count_line(void *ud, const char *line)
+{
+    if (strstr(line, "\"kind\":\"" EV_KIND "\""))
+        ++*(size_t *)ud;
+}
+
+#define FLOOD 100000
+
+/* A flood is committed whole: the reader waits for the dispatcher
+ * (bounded queue) instead of dropping. */
+START_TEST(flood_committed_without_loss)
+{
+    const char *opts[] = {"--extensions", CAPS, "--event-flood", "100000",
+                          NULL};
+    struct aur_error err;
+    size_t n = 0;
+    add_fixture("a.ini", PKG, "world_events", "modern", opts);
+    struct aur_mcp *h = start_ok();
+    call_ok(h, "aur.mcp." PKG ".t0000");
+    for (int i = 0; i < 2400 && status_count(h, "committed") < FLOOD; i++)
+        usleep(50000);
+    ck_assert_int_eq(status_count(h, "committed"), FLOOD);
+    ck_assert_int_eq(status_count(h, "rejected"), 0);
+    ck_assert_int_eq(status_count(h, "dropped_inactive"), 0);
+    /* the App is still healthy */
+    call_ok(h, "aur.mcp." PKG ".t0000");
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, count_line, &n, &err),
+                     AUR_OK);
+    ck_assert_uint_eq(n, FLOOD);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
     Suite *su = suite_create("ext_world_events_host");
@@ -416,6 +463,12 @@ static Suite *host_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, legacy_sdk1_aurora_event);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("flood");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, flood_committed_without_loss);
     suite_add_tcase(su, tc);
     return su;
 }

@@ -14,8 +14,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *aur_call_status_word(enum aur_call_status s)
@@ -41,16 +43,29 @@ void aur_tool_output_clear(struct aur_tool_output *out)
 }
 
 /* The build tree's plugins when this library runs from the build tree,
- * else the installed ones. */
-static const char *default_plugin_dir(void)
+ * else the installed ones.  An install keeps the plugins next to the
+ * library (<libdir>/aurora-mcp/plugins), so look there first: that holds
+ * for `cmake --install --prefix P` and DESTDIR trees too, where the
+ * configured AUR_INSTALL_PLUGIN_DIR names a prefix never installed to. */
+static const char *default_plugin_dir(char *buf, size_t size)
 {
     Dl_info info;
-    char *real = NULL;
+    char *real = NULL, *slash;
+    struct stat sb;
     const char *dir = AUR_INSTALL_PLUGIN_DIR;
-    if (dladdr((void *)default_plugin_dir, &info) && info.dli_fname &&
-        (real = realpath(info.dli_fname, NULL)) &&
-        strncmp(real, AUR_BUILD_ROOT "/", strlen(AUR_BUILD_ROOT) + 1) == 0)
+    if (!dladdr((void *)default_plugin_dir, &info) || !info.dli_fname ||
+        !(real = realpath(info.dli_fname, NULL)))
+        goto out;
+    if (strncmp(real, AUR_BUILD_ROOT "/", strlen(AUR_BUILD_ROOT) + 1) == 0) {
         dir = AUR_BUILD_PLUGIN_DIR;
+        goto out;
+    }
+    slash = strrchr(real, '/');
+    if (slash && snprintf(buf, size, "%.*s/aurora-mcp/plugins",
+                          (int)(slash - real), real) < (int)size &&
+        stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
+        dir = buf;
+out:
     free(real);
     return dir;
 }
@@ -148,6 +163,7 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     struct aur_mcp *mcp = calloc(1, sizeof *mcp);
     struct aur__config_diag diag;
     struct sigaction sa;
+    char dirbuf[PATH_MAX];
     int rc;
 
     if (!mcp)
@@ -175,8 +191,9 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
         goto fail;
     }
     if (!plugin_dir)
-        plugin_dir = mcp->cfg->plugin_dir ? mcp->cfg->plugin_dir
-                                          : default_plugin_dir();
+        plugin_dir = mcp->cfg->plugin_dir;
+    if (!plugin_dir)
+        plugin_dir = default_plugin_dir(dirbuf, sizeof dirbuf);
     rc = aur__plugins_load(plugin_dir, mcp->cfg->plugins, mcp->cfg->nplugins,
                            &mcp->host, make_self, mcp, plugin_section,
                            &mcp->plugins, err);

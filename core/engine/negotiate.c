@@ -160,10 +160,11 @@ static enum verdict classify_probe(int rc, struct json_object *res,
     if (rc == AUR_E_RPC) {
         int status;
         bool delivered;
-        /* HTTP: auth failures, server errors and network failures are an
-         * outage, not era evidence (mcp-wire.md §g, Streamable HTTP 2). */
+        /* HTTP: only a 4xx other than 401/403 is era evidence; auth
+         * failures, server errors, network failures and unusable 2xx/3xx
+         * answers are an outage (mcp-wire.md §g, Streamable HTTP 2). */
         if (aur__transport_marker(res, &status, &delivered) &&
-            (status == 0 || status == 401 || status == 403 || status >= 500)) {
+            (status < 400 || status > 499 || status == 401 || status == 403)) {
             aur_fail(err, AUR_E_NEGOTIATION, status,
                      "server/discover probe: %s", perr->msg);
             return V_FAIL;
@@ -241,11 +242,15 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
     if (rc == AUR_E_RPC) {
         int status;
         bool delivered;
-        /* No JSON-RPC answer to either era on HTTP: an old HTTP+SSE
-         * server, which we deliberately do not speak (mcp-wire.md §l). */
+        /* No JSON-RPC answer (the transport synthesised "HTTP <status>")
+         * to either era: an old HTTP+SSE server, which we deliberately do
+         * not speak (mcp-wire.md §l). */
+        struct json_object *m = NULL;
+        json_object_object_get_ex(res, "message", &m);
         if (aur__transport_marker(res, &status, &delivered) &&
             (status == 400 || status == 404 || status == 405) &&
-            err->detail == -32000)
+            strncmp(json_object_get_string(m) ? json_object_get_string(m) : "",
+                    "HTTP ", 5) == 0)
             rc = aur_fail(err, AUR_E_NEGOTIATION, status,
                           "server appears to use the deprecated 2024-11-05 "
                           "HTTP+SSE transport (not supported)");
@@ -381,7 +386,7 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
 {
     struct aur_mcp *mcp = app->mcp;
     struct aur__rpc_handlers h = aur__app_handlers_template;
-    struct aur__rpc_limits lim = {.max_pending = 4096, .max_queue = 65536};
+    struct aur__rpc_limits lim = {.max_pending = 4096, .max_queue = 4096};
     struct json_object *caps = NULL;
     int rc;
 

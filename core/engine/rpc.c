@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #define NBUCKETS 64
+#define QUEUE_WAIT_MS 10000
 
 enum pstate { P_WAITING = 0, P_DONE, P_CLOSED, P_CANCELLED };
 
@@ -54,6 +55,7 @@ struct aur__rpc {
     struct aur__rpc_stats stats;
 
     pthread_cond_t qcv;
+    pthread_cond_t qspace; /* signalled when the queue has room */
     struct qitem *qhead, *qtail;
     size_t qlen;
     bool stopping;
@@ -133,6 +135,15 @@ static void enqueue(struct aur__rpc *r, struct json_object *msg,
 {
     struct qitem *q;
     pthread_mutex_lock(&r->mu);
+    /* Backpressure, not loss: a flooding server waits for us (its pipe
+     * fills up) until the dispatch thread has caught up; only a
+     * dispatcher stuck for QUEUE_WAIT_MS makes us drop. */
+    if (bounded && r->qlen >= r->lim.max_queue) {
+        aur_deadline dl = aur__now_ms() + QUEUE_WAIT_MS;
+        while (r->qlen >= r->lim.max_queue && !r->stopping)
+            if (aur__cond_wait_until(&r->qspace, &r->mu, dl) == ETIMEDOUT)
+                break;
+    }
     if (bounded && r->qlen >= r->lim.max_queue) {
         r->stats.dropped_notifications++;
         pthread_mutex_unlock(&r->mu);
@@ -305,6 +316,7 @@ static void *dispatch_main(void *arg)
         if (!r->qhead)
             r->qtail = NULL;
         r->qlen--;
+        pthread_cond_signal(&r->qspace);
         bool stale = q->gen != r->gen;
         pthread_mutex_unlock(&r->mu);
 
@@ -352,6 +364,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     snprintf(r->tag, sizeof r->tag, "%s", tag);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->qcv, NULL);
+    aur__cond_init(&r->qspace);
     r->sink.struct_size = sizeof r->sink;
     r->sink.ctx = r;
     r->sink.on_message = sink_message;
@@ -384,6 +397,7 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     fail_all(r, P_CLOSED);
     r->stopping = true;
     pthread_cond_signal(&r->qcv);
+    pthread_cond_broadcast(&r->qspace);
     pthread_mutex_unlock(&r->mu);
     if (r->thread_started)
         pthread_join(r->thread, NULL);
@@ -397,6 +411,7 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
         free(q);
     }
     pthread_cond_destroy(&r->qcv);
+    pthread_cond_destroy(&r->qspace);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }

@@ -48,7 +48,8 @@ struct aur__rpc_handlers {
 
 struct aur__rpc_limits {
     size_t max_pending;      /* outstanding requests at once */
-    size_t max_queue;        /* queued notifications before dropping */
+    size_t max_queue;        /* queued notifications before the reader
+                                waits (backpressure), then drops */
 };
 
 /*

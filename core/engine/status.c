@@ -68,6 +68,25 @@ static struct json_object *app_json(struct aur_mcp *mcp, struct aur__app *a)
                                    json_object_new_boolean(on));
     }
     json_object_object_add(o, "extensions", ext);
+    struct json_object *xs = NULL;
+    for (size_t k = 0; k < a->next; k++) {
+        struct aur__ext_session *x = &a->ext[k];
+        struct json_object *one;
+        struct aur_error err;
+        if (!x->active || !AUR_HAS(&x->p->ops.e, status) ||
+            !x->p->ops.e.cap_key)
+            continue;
+        one = json_object_new_object();
+        if (x->p->ops.e.status(x->p->state, x->session, one, &err) == AUR_OK) {
+            if (!xs)
+                xs = json_object_new_object();
+            json_object_object_add(xs, x->p->ops.e.cap_key, one);
+        } else {
+            json_object_put(one);
+        }
+    }
+    if (xs)
+        json_object_object_add(o, "extension_status", xs);
     for (size_t i = 0; i < a->ntools; i++)
         json_object_array_add(ids, json_object_new_string(a->tools[i]->id));
     json_object_object_add(o, "tool_ids", ids);

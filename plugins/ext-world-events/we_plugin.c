@@ -45,6 +45,8 @@ struct session {
     size_t id_prefix_len;
     atomic_bool ended;
     atomic_uint_fast64_t accepted, duplicates, rejected, dropped;
+    /* rejected, by reason */
+    atomic_uint_fast64_t bad_payload, conflicts, write_failures;
     uint64_t *seen; /* open addressing, 0 = empty */
     size_t seen_cap, seen_n;
 };
@@ -228,6 +230,9 @@ static int accept_server(void *st, const struct aur_app_info *app,
     atomic_init(&s->duplicates, 0);
     atomic_init(&s->rejected, 0);
     atomic_init(&s->dropped, 0);
+    atomic_init(&s->bad_payload, 0);
+    atomic_init(&s->conflicts, 0);
+    atomic_init(&s->write_failures, 0);
     if (!s->app_scope || !s->source || !s->id_prefix) {
         session_free(s);
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
@@ -346,6 +351,10 @@ static int on_notify(void *st, void *session, const char *method,
         rc = commit_event(S, s, &ev, err);
     if (rc != AUR_OK) {
         atomic_fetch_add(&s->rejected, 1);
+        atomic_fetch_add(rc == AUR_E_EVENT      ? &s->bad_payload
+                         : rc == AUR_E_CONFLICT ? &s->conflicts
+                                                : &s->write_failures,
+                         1);
         return rc;
     }
     if (seen_check_add(s, ev.event_id))
@@ -369,6 +378,36 @@ static void end_session(void *st, void *session)
                  (unsigned long long)atomic_load(&s->duplicates),
                  (unsigned long long)atomic_load(&s->rejected),
                  (unsigned long long)atomic_load(&s->dropped));
+}
+
+static void add_count(struct json_object *o, const char *k,
+                      atomic_uint_fast64_t *v)
+{
+    json_object_object_add(o, k,
+                           json_object_new_int64((int64_t)atomic_load(v)));
+}
+
+/* Counts only: "committed" means written to the journal, not delivered to
+ * anyone (events are best-effort, without ack or replay). */
+static int we_status(void *st, void *session, struct json_object *out,
+                     struct aur_error *err)
+{
+    struct session *s = session;
+    struct json_object *why;
+    (void)st;
+    (void)err;
+    if (!s)
+        return AUR_DECLINE;
+    add_count(out, "committed", &s->accepted);
+    add_count(out, "duplicates", &s->duplicates);
+    add_count(out, "dropped_inactive", &s->dropped);
+    add_count(out, "rejected", &s->rejected);
+    why = json_object_new_object();
+    add_count(why, "invalid_payload", &s->bad_payload);
+    add_count(why, "commit_conflict", &s->conflicts);
+    add_count(why, "journal_error", &s->write_failures);
+    json_object_object_add(out, "rejected_by_reason", why);
+    return AUR_OK;
 }
 
 /* ---------------------------------------------------------------- */
@@ -418,6 +457,7 @@ static const struct aur_extension_ops we_ops = {
     .accept_server = accept_server,
     .on_notify = on_notify,
     .end_session = end_session,
+    .status = we_status,
 };
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);

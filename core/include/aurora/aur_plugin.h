@@ -471,6 +471,11 @@ struct aur_extension_ops {
                      struct json_object *params, int active,
                      struct aur_error *err);
     void (*end_session)(void *st, void *session);
+    /* Counters for the App's status (any thread, concurrently with the
+     * other hooks): add members to out (writable, an empty object).  Never
+     * put secrets, arguments, results or event data there. */
+    int (*status)(void *st, void *session, struct json_object *out,
+                  struct aur_error *err);
 };
 
 #ifdef __cplusplus

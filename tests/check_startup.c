@@ -588,6 +588,47 @@ START_TEST(failed_startup_writes_failed_commit)
 }
 END_TEST
 
+struct recorded {
+    int n;
+    char kinds[8][64];
+};
+
+static int record_commit(void *ud, const struct aur_commit *c,
+                         struct aur_error *err)
+{
+    struct recorded *r = ud;
+    (void)err;
+    if (r->n < 8)
+        snprintf(r->kinds[r->n++], sizeof r->kinds[0], "%s", c->kind);
+    return AUR_OK;
+}
+
+START_TEST(runtime_brings_its_own_world_writer)
+{
+    const char *opts[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    struct recorded r = {0};
+    struct aur_world_writer w = {sizeof w, &r, record_commit};
+    char *journal;
+    add_fixture("a.ini", "org.test.writer", 5, opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_set_world_writer(h, &w, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_set_world_writer(h, &w, &err), AUR_E_STATE);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(r.n, 3);
+    ck_assert_str_eq(r.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(r.kinds[1], "mcp.app.ready");
+    ck_assert_str_eq(r.kinds[2], "mcp.catalog.frozen");
+    /* the SQLite journal named in host.ini was never created */
+    ck_assert(asprintf(&journal, "%s/data/world.sqlite3", dir) > 0);
+    ck_assert_ptr_null(h_slurp(journal));
+    free(journal);
+}
+END_TEST
+
 START_TEST(master_switch_off_starts_nothing)
 {
     const char *opts[] = {"--era", "modern", NULL};
@@ -654,6 +695,7 @@ static Suite *suite(void)
     tcase_add_test(many, lifecycle_commits_in_config_order);
     tcase_add_test(many, failed_startup_writes_failed_commit);
     tcase_add_test(many, master_switch_off_starts_nothing);
+    tcase_add_test(many, runtime_brings_its_own_world_writer);
     return s;
 }
 

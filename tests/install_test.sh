@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Install end-to-end: install an already built tree into a temporary
+# prefix, then use it the way a third party would: the CLI runs from the
+# prefix without LD_LIBRARY_PATH, pkg-config describes it, the example
+# plugin examples/ext-audit builds out of tree against it alone, installs
+# into its plugindir, and the installed CLI finds it (and the bundled
+# plugins) with no plugin_dir in host.ini.
+# usage: install_test.sh BUILD_DIR SOURCE_DIR
+# Writes only under its mktemp directory (plus the install manifest that
+# `cmake --install` always leaves in BUILD_DIR).
+set -u
+BUILD="$1"
+SRC="$2"
+pass=0 fail=0
+T=$(mktemp -d /tmp/aur-test-install-XXXXXX)
+trap '[ -n "${AUR_KEEP:-}" ] || rm -rf "$T"' EXIT
+P="$T/prefix"
+TOOL=aur.mcp.org.aurora.demo.echo
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+expect_eq() { if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1' want '$2'"; fi; }
+expect_has() { case "$1" in *"$2"*) ok ;; *) bad "$3: '$2' not in: $1" ;; esac; }
+finish() {
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit
+}
+
+# --- install ---------------------------------------------------------------
+if ! cmake --install "$BUILD" --prefix "$P" >"$T/install.log" 2>&1; then
+    bad "cmake --install: $(tail -n 5 "$T/install.log")"
+    finish
+fi
+ok
+for f in bin/aurora-mcp bin/aurora-mcp-demo-server include/aurora/aur_host.h \
+         include/aurora/aur_plugin.h share/man/man1/aurora-mcp.1; do
+    if [ -f "$P/$f" ]; then ok; else bad "not installed: $f"; fi
+done
+LIB=$(cd "$P" && ls -d lib*/libaurora-mcp.so.*.*.* 2>/dev/null | head -n 1)
+LIBDIR="$P/${LIB%/*}"
+if [ -n "$LIB" ]; then ok; else bad "libaurora-mcp.so.X.Y.Z not installed"; finish; fi
+PLUGDIR="$LIBDIR/aurora-mcp/plugins"
+# Every plugin the build made (fixtures live elsewhere), and no other.
+built=$(cd "$BUILD/plugins" && ls -- *.so 2>/dev/null | sort | tr '\n' ' ')
+inst=$(cd "$PLUGDIR" 2>/dev/null && ls -- *.so 2>/dev/null | sort | tr '\n' ' ')
+expect_eq "$inst" "$built" "installed plugins"
+expect_has "$inst" "transport-stdio.so" "transport-stdio installed"
+soname=$(readelf -d "$P/$LIB" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+expect_has "$soname" "libaurora-mcp.so." "soname"
+if [ -e "$LIBDIR/$soname" ] && [ -e "$LIBDIR/libaurora-mcp.so" ]; then ok
+else bad "soname or dev symlink missing in $LIBDIR"; fi
+
+# --- the CLI runs from the prefix without LD_LIBRARY_PATH ----------------------
+out=$(env -u LD_LIBRARY_PATH "$P/bin/aurora-mcp" --version 2>&1)
+expect_eq "$?" 0 "installed --version"
+expect_has "$out" "plugin ABI 1." "--version text"
+lib_used=$(env -u LD_LIBRARY_PATH ldd "$P/bin/aurora-mcp" |
+           sed -n 's/.*libaurora-mcp[^ ]* => \([^ ]*\) .*/\1/p')
+expect_eq "$(realpath "${lib_used:-/nonexistent}" 2>&1)" "$(realpath "$P/$LIB")" \
+    "CLI resolves the installed library"
+
+# --- pkg-config ------------------------------------------------------------
+export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
+pkg-config --exists aurora-mcp aurora-mcp-plugin; expect_eq $? 0 "pkg-config --exists"
+pkg-config --exists 'aurora-mcp-plugin >= 1.0'; expect_eq $? 0 "plugin ABI >= 1.0"
+expect_eq "$(pkg-config --variable=plugindir aurora-mcp-plugin)" "$PLUGDIR" "plugindir"
+expect_has "$(pkg-config --libs aurora-mcp)" "-laurora-mcp" "aurora-mcp Libs"
+libs=$(pkg-config --libs-only-l aurora-mcp-plugin)
+case "$libs" in *aurora*) bad "aurora-mcp-plugin has core Libs: $libs" ;; *) ok ;; esac
+expect_has "$(pkg-config --cflags aurora-mcp-plugin)" "-I$P/include" "plugin Cflags"
+
+# An embedder compiles and links against the installed API alone.
+cat >"$T/embed.c" <<'EOF'
+#include <aurora/aur_host.h>
+#include <stdio.h>
+int main(void)
+{
+    puts(aur_rc_word(AUR_E_CONFIG));
+    return 0;
+}
+EOF
+# An instrumented library (AUR_SANITIZE) needs an instrumented program.
+san=
+if readelf -d "$P/$LIB" | grep NEEDED | grep -q libasan; then
+    san=-fsanitize=address,undefined
+fi
+if ${CC:-cc} $san -o "$T/embed" "$T/embed.c" \
+        $(pkg-config --cflags --libs aurora-mcp) >"$T/embed.log" 2>&1; then
+    expect_eq "$(LD_LIBRARY_PATH="$LIBDIR" "$T/embed")" "config_invalid" "embedder"
+else
+    bad "embedder build: $(head -n 5 "$T/embed.log")"
+fi
+
+# --- the out-of-tree plugin ------------------------------------------------
+# Plain flags on purpose: a third party does not build with our sanitizers,
+# and an uninstrumented plugin must load into an instrumented host too.
+if env -u CFLAGS -u LDFLAGS cmake -S "$SRC/examples/ext-audit" \
+        -B "$T/audit-build" >"$T/audit.log" 2>&1 &&
+   cmake --build "$T/audit-build" >>"$T/audit.log" 2>&1 &&
+   cmake --install "$T/audit-build" >>"$T/audit.log" 2>&1; then
+    ok
+else
+    bad "ext-audit out-of-tree build: $(tail -n 15 "$T/audit.log")"
+    finish
+fi
+AUDIT="$PLUGDIR/ext-audit.so"
+if [ -f "$AUDIT" ]; then ok; else bad "ext-audit.so not in plugindir"; finish; fi
+syms=$(nm -D --defined-only "$AUDIT" | awk '{print $NF}' | sort | tr '\n' ' ')
+expect_eq "$syms" "aur_plugin_entry " "ext-audit exports only the entry"
+if readelf -d "$AUDIT" | grep NEEDED | grep -q aurora; then
+    bad "ext-audit links the core"
+else ok; fi
+
+info=$(env -u LD_LIBRARY_PATH "$P/bin/aurora-mcp" plugin-info "$AUDIT" 2>"$T/info.err")
+expect_eq "$?" 0 "plugin-info ext-audit"
+expect_has "$info" '"name":"ext-audit"' "plugin-info name"
+expect_has "$info" '"classify"' "plugin-info hooks"
+
+# --- the installed CLI runs the demo with the audit plugin -------------------
+cp -R "$SRC/examples/demo" "$T/demo"
+rm -rf "$T/demo/data"/*.sqlite3*
+# Append to the value, before any "; comment".
+sed -i -E '/^plugins *=/s/^([^;]*[^; ])( *;.*)?$/\1 ext-audit\2/' "$T/demo/host.ini"
+expect_has "$(grep '^plugins' "$T/demo/host.ini")" "ext-audit" "host.ini edited"
+if grep -q '^plugin_dir' "$T/demo/host.ini"; then bad "demo sets plugin_dir"; else ok; fi
+export PATH="$P/bin:$PATH"
+unset LD_LIBRARY_PATH
+
+cd "$T"
+aurora-mcp discover -c "$T/demo" >"$T/discover.out" 2>"$T/discover.err"
+expect_eq "$?" 0 "discover: $(head -c 400 "$T/discover.out" "$T/discover.err")"
+expect_has "$(cat "$T/discover.out")" "\"id\":\"$TOOL\"" "discover lists echo"
+
+aurora-mcp call -c "$T/demo" "$TOOL" '{"text":"x"}' >"$T/call.out" 2>"$T/call.err"
+expect_eq "$?" 0 "call: $(head -c 400 "$T/call.out" "$T/call.err")"
+expect_has "$(cat "$T/call.out")" '"status":"succeeded"' "call status"
+err=$(cat "$T/call.err")
+expect_has "$err" "$TOOL result seen" "audit log line"
+expect_has "$err" "1 call results seen" "audit summary"
+case "$err" in *'"text"'*|*'"x"'*) bad "arguments leaked into the log" ;; *) ok ;; esac
+
+# The plugin's own host.ini section reaches its init.
+printf '[ext-audit]\nsummary = false\n' >>"$T/demo/host.ini"
+aurora-mcp call -c "$T/demo" "$TOOL" '{"text":"x"}' >"$T/call2.out" 2>"$T/call2.err"
+expect_eq "$?" 0 "call with summary = false"
+err=$(cat "$T/call2.err")
+expect_has "$err" "$TOOL result seen" "audit line with summary = false"
+case "$err" in *"call results seen"*) bad "summary = false ignored" ;; *) ok ;; esac
+sed -i 's/^summary = false$/summary = maybe/' "$T/demo/host.ini"
+out=$(aurora-mcp check -c "$T/demo" 2>/dev/null)
+expect_eq "$?" 2 "bad [ext-audit] value is a config error"
+expect_has "$out" "ext-audit: init failed" "init failure reported"
+
+# --- the man page ----------------------------------------------------------
+if command -v man >/dev/null 2>&1; then
+    page=$(MANPAGER=cat MANWIDTH=80 man -l "$P/share/man/man1/aurora-mcp.1" 2>&1)
+    expect_eq "$?" 0 "man -l"
+    expect_has "$page" "EXIT STATUS" "man page sections"
+    expect_has "$page" "plugin-info" "man page commands"
+else
+    echo "skip: man not installed, page not rendered"
+fi
+
+finish

@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+// Turns bench/run.sh's results.jsonl into the Markdown report: medians per
+// (scenario, client, server) and ratios between clients of the same run.
+// Usage: node report.mjs RESULTS.jsonl RUNS
+
+import { readFileSync } from 'node:fs';
+
+const [file, runs] = process.argv.slice(2);
+const rows = readFileSync(file, 'utf8').split('\n').filter(Boolean)
+    .map((l) => JSON.parse(l));
+
+const CLIENT = {
+    capi: 'aurora C API (bench_host)',
+    serve: 'aurora `serve` (JSON lines)',
+    raw: 'raw floor (no JSON parsing)',
+    sdk: 'TS SDK v2 client 2.4.0',
+    bench_events: 'ext-world-events + SQLite journal',
+};
+const SERVER = { fixture: 'C fixture', sdk2: 'TS SDK v2', journal: '-' };
+const SCEN = (s) => {
+    if (s === 'discover-1000') return 'startup + discovery, 1 App x 1000 tools (pages of 50)';
+    if (s === 'start-20x100') return '20 Apps x 100 tools started together (RSS = holding them)';
+    let m = /^seq-(\d+)$/.exec(s);
+    if (m) return `${m[1]} sequential no-op calls`;
+    m = /^conc-(\d+)x(\d+)$/.exec(s);
+    if (m) return `${m[1]} no-op calls, ${m[2]} in flight`;
+    m = /^events-(\d+)$/.exec(s);
+    if (m) return `world-event ingestion, ${m[1]} new events`;
+    return s;
+};
+
+const median = (xs) => {
+    const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+    if (!v.length) return NaN;
+    const h = v.length >> 1;
+    return v.length % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+};
+const isCalls = (s) => /^(seq|conc|events)-/.test(s);
+const wall = (r) => isCalls(r.scen) ? r.call_ms : r.start_ms;
+const rss = (r) => r.client === 'serve' ? r.child_rss_kib
+    : r.client === 'bench_events' ? r.measure.tree_rss_kib : r.rss_kib;
+
+const groups = new Map();
+for (const r of rows) {
+    const k = `${r.scen}|${r.client}|${r.server}`;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(r);
+}
+const stat = new Map();
+for (const [k, g] of groups) {
+    const [scen, client, server] = k.split('|');
+    const w = median(g.map(wall));
+    const calls = g[0].calls ?? 0;
+    stat.set(k, {
+        scen, client, server, n: g.length, wall: w,
+        perOp: isCalls(scen) && calls ? (w * 1000) / calls : NaN,
+        cpu: median(g.map((r) => r.measure.cpu_ms)),
+        proc: median(g.map((r) => r.measure.wall_ms)),
+        rss: median(g.map(rss)),
+        min: Math.min(...g.map(wall)), max: Math.max(...g.map(wall)),
+    });
+}
+
+const f0 = (x) => Number.isFinite(x) ? x.toFixed(0) : '-';
+const f1 = (x) => Number.isFinite(x) ? x.toFixed(1) : '-';
+const out = [];
+out.push(`# aurora-mcp benchmarks`, '');
+out.push(`${new Date().toISOString()}, ${runs} run(s) per case, medians; ` +
+         `node ${process.version}.`, '');
+out.push('| scenario | client | server | wall ms | (min-max) | µs/op | ' +
+         'CPU ms (tree) | proc wall ms | RSS KiB (client) | runs |');
+out.push('|---|---|---|---:|---:|---:|---:|---:|---:|---:|');
+for (const s of stat.values())
+    out.push(`| ${SCEN(s.scen)} | ${CLIENT[s.client] ?? s.client} | ` +
+             `${SERVER[s.server] ?? s.server} | ${f1(s.wall)} | ` +
+             `${f1(s.min)}-${f1(s.max)} | ${f1(s.perOp)} | ${f0(s.cpu)} | ` +
+             `${f0(s.proc)} | ${f0(s.rss)} | ${s.n} |`);
+
+const get = (scen, client, server = 'fixture') =>
+    stat.get(`${scen}|${client}|${server}`);
+const ratio = (a, b) => a && b && b > 0 ? (a / b).toFixed(2) + 'x' : '-';
+const lines = [];
+for (const s of stat.values()) {
+    if (!/^(seq|conc)-/.test(s.scen) || s.client !== 'raw') continue;
+    const c = get(s.scen, 'capi', s.server), v = get(s.scen, 'serve', s.server);
+    const k = get(s.scen, 'sdk', s.server);
+    const tag = `${SCEN(s.scen)}, ${SERVER[s.server]} server`;
+    lines.push(`| per-call cost, ${tag} | C API / raw floor | ` +
+               `${ratio(c?.perOp, s.perOp)} |`);
+    if (v) lines.push(`| per-call cost, ${tag} | serve / raw floor | ` +
+                      `${ratio(v.perOp, s.perOp)} |`);
+    lines.push(`| per-call cost, ${tag} | SDK client / raw floor | ` +
+               `${ratio(k?.perOp, s.perOp)} |`);
+    lines.push(`| throughput, ${tag} | C API / SDK client (calls/s) | ` +
+               `${ratio(k?.perOp, c?.perOp)} |`);
+    if (v) lines.push(`| throughput, ${tag} | serve / SDK client (calls/s) | ` +
+                      `${ratio(k?.perOp, v.perOp)} |`);
+}
+for (const server of ['fixture', 'sdk2']) {
+    const r = get('discover-1000', 'raw', server);
+    if (!r) continue;
+    const tag = `startup + discovery 1000 tools, ${SERVER[server]} server`;
+    lines.push(`| ${tag} | C API / raw floor (wall) | ` +
+               `${ratio(get('discover-1000', 'capi', server)?.wall, r.wall)} |`);
+    lines.push(`| ${tag} | SDK client / C API (wall) | ` + ratio(
+        get('discover-1000', 'sdk', server)?.wall,
+        get('discover-1000', 'capi', server)?.wall) + ' |');
+}
+const h = (c) => get('start-20x100', c);
+if (h('capi')) {
+    lines.push(`| 20 Apps x 100 tools, start wall | C API / raw floor | ` +
+               `${ratio(h('capi').wall, h('raw')?.wall)} |`);
+    lines.push(`| 20 Apps x 100 tools, start wall | SDK client / C API | ` +
+               `${ratio(h('sdk')?.wall, h('capi').wall)} |`);
+    lines.push(`| 20 Apps x 100 tools, peak RSS | SDK client / C API | ` +
+               `${ratio(h('sdk')?.rss, h('capi').rss)} |`);
+    lines.push(`| 20 Apps x 100 tools, peak RSS | SDK client / serve | ` +
+               `${ratio(h('sdk')?.rss, h('serve')?.rss)} |`);
+}
+if (lines.length) {
+    out.push('', '## Ratios (same run; > 1 means the first is slower / ' +
+             'bigger, except throughput where > 1 means the first is faster)',
+             '');
+    out.push('| what | ratio of | value |', '|---|---|---:|', ...lines);
+}
+out.push('', 'wall ms: the measured phase as the client times it (startup ' +
+         'rows: spawn to catalog complete; call rows: first call sent to ' +
+         'last reply; events: the new-event pass). CPU ms: user+system of ' +
+         'the whole process tree (client and servers) over the whole ' +
+         'process lifetime, from wait4. RSS: the client process alone ' +
+         '(getrusage / process.resourceUsage / VmHWM of `aurora-mcp serve`).');
+process.stdout.write(out.join('\n') + '\n');

@@ -11,7 +11,7 @@
  *                         the app is fixed and valid.
  *
  * The directory also holds srv/ and certs/ca.pem so working_dir and
- * ca_file can resolve.  A load must fail cleanly (AUR_E_CONFIG or
+ * ca_file can resolve, and AUR_FUZZ_TOKEN is set for auth_env.  A load must fail cleanly (AUR_E_CONFIG or
  * AUR_E_NOMEM, a "<file>:" message, nothing returned) or give a config
  * that keeps the loader's promises; anything else aborts.  Leaks are
  * ASan's to report.
@@ -112,6 +112,9 @@ static void setup_once(void)
     if (mkdir(p, 0700) != 0)
         abort();
     put("certs/ca.pem", "pem\n", 4);
+    /* auth_env must name a set variable; the corpus uses this one. */
+    if (setenv("AUR_FUZZ_TOKEN", "fuzz", 1) != 0)
+        abort();
     if (!realpath(dir, real_dir))
         abort();
 }

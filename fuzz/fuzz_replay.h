@@ -51,21 +51,21 @@ static int replay_file(const char *path)
     return 0;
 }
 
-static int replay_dir(const char *dir, int *count)
+static int replay_dir(const char *dirpath, int *count)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(dirpath);
     struct dirent *e;
     char path[4096];
     struct stat st;
 
     if (!d) {
-        fprintf(stderr, FUZZ_NAME ": cannot open %s\n", dir);
+        fprintf(stderr, FUZZ_NAME ": cannot open %s\n", dirpath);
         return -1;
     }
     while (*count < REPLAY_MAX_FILES && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         if (replay_file(path) != 0) {

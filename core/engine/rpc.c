@@ -308,7 +308,8 @@ static void *dispatch_main(void *arg)
         while (!r->qhead && !r->stopping)
             pthread_cond_wait(&r->qcv, &r->mu);
         q = r->qhead;
-        if (!q) {
+        if (!q || r->stopping) {
+            /* Closing: what is still queued is dropped, not handled. */
             pthread_mutex_unlock(&r->mu);
             break;
         }
@@ -389,18 +390,23 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
 {
     if (!r)
         return;
-    if (r->conn)
-        r->ops->close(r->conn, dl);
-    r->conn = NULL;
+    /* The dispatch thread stops first: it may answer server requests
+     * through the transport, which must not be closed under it.  What
+     * arrives from now on is only queued and freed below. */
     pthread_mutex_lock(&r->mu);
-    r->closed = true;
-    fail_all(r, P_CLOSED);
     r->stopping = true;
     pthread_cond_signal(&r->qcv);
     pthread_cond_broadcast(&r->qspace);
     pthread_mutex_unlock(&r->mu);
     if (r->thread_started)
         pthread_join(r->thread, NULL);
+    if (r->conn)
+        r->ops->close(r->conn, dl);
+    r->conn = NULL;
+    pthread_mutex_lock(&r->mu);
+    r->closed = true;
+    fail_all(r, P_CLOSED);
+    pthread_mutex_unlock(&r->mu);
     for (struct aur__pending *p = r->detached, *n; p; p = n) {
         n = p->dnext;
         pending_free(p);

@@ -127,6 +127,7 @@ struct http_job {
     char method[64];        /* "" if none or too long */
     struct curl_slist *hdrs; /* everything but Authorization */
     bool with_session;       /* hdrs carry Mcp-Session-Id */
+    bool barrier;            /* nothing later starts before it ended */
     aur_deadline dl;         /* response deadline (J_LISTEN: connect) */
     bool cancelled;          /* (mu) */
     CURLM *multi;            /* (mu) while running: for wakeups */
@@ -159,6 +160,9 @@ struct aur_conn {
     char *session;          /* (mu) legacy Mcp-Session-Id */
     bool init_seen;         /* (mu) an initialize result was read */
     bool get_started;       /* (mu) */
+    int barriers;           /* (mu) barrier jobs queued or running */
+    bool barrier_running;   /* (mu) */
+    bool get_pending;       /* (mu) GET waits for the barriers */
     struct http_job *queue, *queue_tail; /* (mu) */
     size_t queued;          /* (mu) */
     struct http_job *running; /* (mu) */

@@ -68,6 +68,8 @@
  * are reused) and returns.  subscriptions/listen (modern) and the legacy
  * GET stream run on their own threads and connections (at most
  * MAX_STREAMS).  Sink calls come from those threads; close joins them all.
+ * notifications/initialized is a barrier: no later POST starts and the
+ * legacy GET is not opened until its exchange has ended.
  */
 #define _GNU_SOURCE
 #include "http_int.h"
@@ -181,7 +183,11 @@ static void unlink_job(struct http_job **list, struct http_job *j)
         }
 }
 
-/* A pool worker: runs queued POSTs until close. */
+static void start_get_locked(struct aur_conn *c);
+
+/* A pool worker: runs queued POSTs until close.  While a barrier job runs
+ * no other job starts (the queue is FIFO, so everything sent after it
+ * waits). */
 static void *worker_main(void *arg)
 {
     struct aur_conn *c = arg;
@@ -191,7 +197,7 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&c->mu);
     for (;;) {
         struct http_job *j;
-        while (!c->queue && !c->closing) {
+        while ((!c->queue || c->barrier_running) && !c->closing) {
             c->idle++;
             timed_wait(c, 1000); /* close also broadcasts */
             c->idle--;
@@ -205,10 +211,22 @@ static void *worker_main(void *arg)
         c->queued--;
         j->next = c->running;
         c->running = j;
+        if (j->barrier)
+            c->barrier_running = true;
         pthread_mutex_unlock(&c->mu);
         http_job_run(&hc, j);
         pthread_mutex_lock(&c->mu);
         unlink_job(&c->running, j);
+        if (j->barrier) {
+            c->barrier_running = false;
+            c->barriers--;
+            pthread_cond_broadcast(&c->cv);
+            if (c->barriers == 0 && c->get_pending && !c->closing &&
+                !c->reported) {
+                c->get_pending = false;
+                start_get_locked(c);
+            }
+        }
         pthread_mutex_unlock(&c->mu);
         http_job_free(j);
         pthread_mutex_lock(&c->mu);
@@ -574,11 +592,18 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
                       : J_REQUEST;
     } else {
         j->kind = J_NOTIFY;
+        /* The legacy handshake ends with this notification; a server may
+         * refuse (or misorder) requests that overtake it on another
+         * connection, so it completes before anything later starts
+         * (mcp-wire.md §g: "expect 202", then operate). */
+        j->barrier = strcmp(j->method, "notifications/initialized") == 0;
     }
     rc = j->kind == J_LISTEN ? start_stream_locked(c, j, err)
                              : enqueue_locked(c, j, err);
     if (rc != AUR_OK)
         goto fail;
+    if (j->barrier)
+        c->barriers++;
     pthread_mutex_unlock(&c->mu);
     return AUR_OK;
 fail:
@@ -639,7 +664,10 @@ static int http_set_protocol(struct aur_conn *c,
         free(c->session); /* never a session in the modern era */
         c->session = NULL;
     } else if (!c->get_started && !c->closing && !c->reported) {
-        start_get_locked(c);
+        if (c->barriers > 0)
+            c->get_pending = true; /* after notifications/initialized */
+        else
+            start_get_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     return AUR_OK;

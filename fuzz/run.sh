@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# fuzz/run.sh - build every fuzz target with clang's libFuzzer and
+# ASan + UBSan, fuzz each for FUZZ_SECONDS on a scratch copy of its seed
+# corpus, and print one summary line per target.
+#
+# usage: fuzz/run.sh [target...]      (default: all targets below)
+#   FUZZ_SECONDS    seconds per target (default 60)
+#   FUZZ_BUILD_DIR  where the fuzzers are built (default build-fuzz-clang)
+#   CC              the compiler (default clang)
+#
+# Exit status: 0 = no target found anything (or clang is missing, which
+# is reported and skipped: CTest replays the corpora without it), 1 = a
+# crash, leak, timeout or OOM (the input is copied to fuzz/crashes/
+# <target>-<kind>-<hash> so it can become a regression input), 2 = usage
+# or build error.
+set -u -o pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SECONDS_PER=${FUZZ_SECONDS:-60}
+BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz-clang}
+CC=${CC:-clang}
+ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames"
+
+case $SECONDS_PER in
+'' | *[!0-9]*) echo "run.sh: FUZZ_SECONDS must be a whole number" >&2; exit 2 ;;
+esac
+
+if ! command -v "$CC" >/dev/null 2>&1; then
+    echo "run.sh: $CC not found: libFuzzer runs skipped (apt-get install clang libclang-rt-14-dev)"
+    exit 0
+fi
+
+CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+-fno-sanitize-recover=all -fno-omit-frame-pointer -Wall -Wextra -Werror \
+-Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
+-I$ROOT/core -I$ROOT/core/include \
+-I$ROOT/core/engine -I$ROOT/fuzz"
+PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3) || exit 2
+PKG_LIBS=$(pkg-config --libs json-c inih sqlite3) || exit 2
+
+# The core sources each target needs, compiled straight into it.
+sources() {
+    local c=$ROOT/core
+    case $1 in
+    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/json_*.c" ;;
+    fuzz_names) echo "$ROOT/fuzz/fuzz_names.c $c/names*.c" ;;
+    fuzz_config | fuzz_config_split)
+        echo "$ROOT/fuzz/fuzz_config.c $c/config*.c $c/names*.c" ;;
+    fuzz_rpc_frames)
+        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc.c" \
+            "$c/engine/clock.c $c/engine/log.c" ;;
+    *) return 1 ;;
+    esac
+}
+
+corpus_of() {
+    case $1 in
+    fuzz_json) echo json ;;
+    fuzz_names) echo names ;;
+    fuzz_config) echo config ;;
+    fuzz_config_split) echo config_split ;;
+    fuzz_rpc_frames) echo rpc_frames ;;
+    esac
+}
+
+defines_of() {
+    case $1 in
+    fuzz_config_split) echo "-DFUZZ_CONFIG_SPLIT" ;;
+    esac
+}
+
+targets=${*:-$ALL}
+for t in $targets; do
+    if ! sources "$t" >/dev/null; then
+        echo "run.sh: unknown target $t (have: $ALL)" >&2
+        exit 2
+    fi
+done
+
+mkdir -p "$BUILD" || exit 2
+SCRATCH=$(mktemp -d /tmp/aur-fuzz-run-XXXXXX) || exit 2
+trap 'rm -rf "$SCRATCH"' EXIT
+
+# A clang without the libFuzzer runtime fails here, not per target.
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);
+int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)
+{ (void)d; (void)n; return 0; }' >"$SCRATCH/probe.c"
+if ! "$CC" -fsanitize=fuzzer,address,undefined "$SCRATCH/probe.c" \
+    -o "$SCRATCH/probe" 2>"$SCRATCH/probe.log"; then
+    echo "run.sh: $CC cannot link -fsanitize=fuzzer (libFuzzer runtime" \
+        "missing? apt-get install libclang-rt-14-dev):" >&2
+    cat "$SCRATCH/probe.log" >&2
+    exit 2
+fi
+
+failed=0
+for t in $targets; do
+    bin=$BUILD/$t
+    # shellcheck disable=SC2046 # word splitting of flags and globs wanted
+    if ! "$CC" $CFLAGS $PKG_CFLAGS $(defines_of "$t") $(sources "$t") \
+        $PKG_LIBS -lm -lpthread -o "$bin" 2>"$SCRATCH/$t.build.log"; then
+        echo "run.sh: building $t failed:" >&2
+        cat "$SCRATCH/$t.build.log" >&2
+        exit 2
+    fi
+    work=$SCRATCH/$t
+    mkdir -p "$work/corpus" "$work/artifacts"
+    cp "$ROOT/fuzz/corpus/$(corpus_of "$t")"/* "$work/corpus/"
+    log=$work/fuzz.log
+    (cd "$work" &&
+        ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+        UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+            "$bin" -max_total_time="$SECONDS_PER" -rss_limit_mb=2048 \
+            -timeout=10 -max_len=4096 -print_final_stats=1 \
+            -artifact_prefix="$work/artifacts/" "$work/corpus" \
+            >"$log" 2>&1)
+    rc=$?
+
+    # "#N DONE cov: X ft: Y ..." at a clean end, else the last status line.
+    line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
+    [ -n "$line" ] || line=$(grep -E '^#[0-9]+[[:space:]]' "$log" | tail -n 1)
+    execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$line")
+    cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$line")
+    ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$line")
+    corp=$(sed -nE 's/.* corp: ([0-9]+\/[0-9a-zA-Z]+).*/\1/p' <<<"$line")
+
+    found=""
+    for a in "$work/artifacts"/*; do
+        [ -f "$a" ] || continue
+        mkdir -p "$ROOT/fuzz/crashes"
+        name=$t-$(basename "$a")
+        cp "$a" "$ROOT/fuzz/crashes/$name"
+        found="$found fuzz/crashes/$name"
+    done
+    if [ $rc -ne 0 ] || [ -n "$found" ]; then
+        status="FAIL (rc $rc)${found:+:$found}"
+        failed=1
+        cp "$log" "$ROOT/fuzz/crashes/$t.log" 2>/dev/null || true
+        echo "----- $t: last lines of the libFuzzer log -----" >&2
+        tail -n 40 "$log" >&2
+    else
+        status=ok
+    fi
+    printf '%-18s %4ss  execs %-10s cov %-6s ft %-6s corpus %-10s %s\n' \
+        "$t" "$SECONDS_PER" "${execs:-?}" "${cov:-?}" "${ft:-?}" \
+        "${corp:-?}" "$status"
+done
+exit $failed

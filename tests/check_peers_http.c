@@ -1,0 +1,640 @@
+/*
+ * check_peers_http.c - the whole host over HTTPS (transport-http) against
+ * the official MCP TypeScript SDK servers (tests/peers: sdk2-http-server.mjs
+ * on SDK v2 2.4.0 createMcpHandler speaks 2026-07-28, sdk1-http-server.mjs
+ * on SDK v1 1.32.2 StreamableHTTPServerTransport the legacy revisions with
+ * sessions).  Each test makes a throwaway CA and a 127.0.0.1 server
+ * certificate with the openssl CLI in its config dir, starts the server as
+ * a child in its own process group and reads what it logged per request.
+ * Needs `npm ci` in tests/peers.
+ */
+#define _GNU_SOURCE 1
+#include <aurora/aur_host.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "support/harness.h"
+
+#define PORT_WAIT_MS 15000
+#define TOKEN_ENV "AUR_PEERS_HTTP_TOKEN"
+#define TOKEN "peer-secret-0123"
+
+static char *dir, *logpath, *script2, *script1;
+static pid_t srv_pid = -1;
+static int srv_in = -1;
+static int srv_port;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sh(const char *cmd)
+{
+    char *full;
+    ck_assert(asprintf(&full, "cd '%s' && %s >/dev/null 2>&1", dir, cmd) > 0);
+    ck_assert_msg(system(full) == 0, "failed: %s", cmd);
+    free(full);
+}
+
+/* A CA (ca.pem) and a server certificate for 127.0.0.1/localhost signed by
+ * it (srv.pem, srv.key), all in the config dir; ca.pem is what ca_file
+ * names (relative to the config dir, as the config rules require). */
+static void make_certs(void)
+{
+    h_write(dir, "ext.cnf",
+            "basicConstraints=CA:FALSE\n"
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+            "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
+    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+       "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-peers-ca "
+       "-addext basicConstraints=critical,CA:TRUE "
+       "-addext keyUsage=critical,keyCertSign");
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+       "-keyout srv.key -out srv.csr -subj /CN=127.0.0.1");
+    sh("openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
+       "-CAcreateserial -out srv.pem -days 2 -extfile ext.cnf");
+}
+
+static void setup(void)
+{
+    char *mods = h_src("tests/peers/node_modules/@modelcontextprotocol/server");
+    ck_assert_msg(access(mods, F_OK) == 0,
+                  "run `npm ci` in tests/peers first (missing %s)", mods);
+    free(mods);
+    dir = h_mkconfig(NULL, NULL);
+    ck_assert(asprintf(&logpath, "%s/peer.log", dir) > 0);
+    script2 = h_src("tests/peers/sdk2-http-server.mjs");
+    script1 = h_src("tests/peers/sdk1-http-server.mjs");
+    make_certs();
+    unsetenv(TOKEN_ENV);
+}
+
+static void server_stop(void)
+{
+    int st;
+    if (srv_pid <= 0)
+        return;
+    /* stdin EOF asks the server to exit; the group kill is the bound. */
+    close(srv_in);
+    srv_in = -1;
+    for (int i = 0; i < 100; i++) {
+        if (waitpid(srv_pid, &st, WNOHANG) == srv_pid)
+            break;
+        usleep(20000);
+        if (i == 99) {
+            kill(-srv_pid, SIGKILL);
+            waitpid(srv_pid, &st, 0);
+        }
+    }
+    kill(-srv_pid, SIGKILL); /* anything the server left in its group */
+    srv_pid = -1;
+}
+
+static void teardown(void)
+{
+    server_stop();
+    h_rmtree(dir);
+    free(dir);
+    free(logpath);
+    free(script2);
+    free(script1);
+}
+
+/* Starts `node script --cert --key --log <opts>` in its own process group
+ * and waits (bounded) for its "PORT <n>" line. */
+static void server_start(const char *script, const char *const *opts)
+{
+    const char *argv[40];
+    char *cert, *key, *errpath, buf[128];
+    size_t n = 0, got = 0;
+    int in[2], out[2];
+    int64_t end;
+
+    ck_assert(asprintf(&cert, "%s/srv.pem", dir) > 0);
+    ck_assert(asprintf(&key, "%s/srv.key", dir) > 0);
+    ck_assert(asprintf(&errpath, "%s/server.err", dir) > 0);
+    argv[n++] = "node";
+    argv[n++] = script;
+    argv[n++] = "--cert";
+    argv[n++] = cert;
+    argv[n++] = "--key";
+    argv[n++] = key;
+    argv[n++] = "--log";
+    argv[n++] = logpath;
+    for (size_t i = 0; opts && opts[i] && n < 38; i++)
+        argv[n++] = opts[i];
+    argv[n] = NULL;
+    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+    ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+    srv_pid = fork();
+    ck_assert_int_ge(srv_pid, 0);
+    if (srv_pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        setpgid(0, 0);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execvp("node", (char *const *)argv);
+        _exit(127);
+    }
+    setpgid(srv_pid, srv_pid);
+    close(in[0]);
+    close(out[1]);
+    srv_in = in[1];
+    end = now_ms() + PORT_WAIT_MS;
+    buf[0] = '\0';
+    while (got < sizeof buf - 1 && !memchr(buf, '\n', got)) {
+        struct pollfd p = {.fd = out[0], .events = POLLIN};
+        int64_t left = end - now_ms();
+        ssize_t r;
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        r = read(out[0], buf + got, sizeof buf - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        buf[got] = '\0';
+    }
+    close(out[0]);
+    srv_port = 0;
+    if (sscanf(buf, "PORT %d", &srv_port) != 1 || srv_port <= 0) {
+        char *e = h_slurp(errpath);
+        ck_abort_msg("no PORT line from %s: '%s' stderr: %s", script, buf,
+                     e ? e : "");
+    }
+    free(cert);
+    free(key);
+    free(errpath);
+}
+
+/* host.ini with both transports, and one streamable_http App at the
+ * running server.  with_ca: ca_file = ca.pem; auth: auth_env set. */
+static void write_config(bool with_ca, bool auth)
+{
+    char *text;
+    ck_assert(asprintf(&text,
+                       "[host]\n"
+                       "plugins = transport-stdio transport-http\n"
+                       "plugin_dir = %s/plugins\n"
+                       "journal = data/world.sqlite3\n"
+                       "log_level = warn\n"
+                       "[mcp]\nenabled = true\n",
+                       AUR_TEST_BIN_DIR) > 0);
+    h_write(dir, "host.ini", text);
+    free(text);
+    ck_assert(asprintf(&text,
+                       "[app]\npackage = org.test.peer\nenabled = true\n"
+                       "transport = streamable_http\ntimeout_seconds = 20\n"
+                       "[http]\nurl = https://127.0.0.1:%d/mcp\n%s%s",
+                       srv_port, with_ca ? "ca_file = ca.pem\n" : "",
+                       auth ? "auth_env = " TOKEN_ENV "\n" : "") > 0);
+    h_write(dir, "apps.d/peer.ini", text);
+    free(text);
+}
+
+static struct aur_mcp *start_host(bool with_ca, bool auth,
+                                  struct aur_startup_error *serr, int *rc)
+{
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    write_config(with_ca, auth);
+    memset(serr, 0, sizeof *serr);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, serr, &err), AUR_OK);
+    *rc = aur_mcp_start(h, serr, &err);
+    return h;
+}
+
+static const char *version_of(struct aur_mcp *h)
+{
+    static char buf[32];
+    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *v = NULL;
+    json_object_object_get_ex(st, "apps", &apps);
+    json_object_object_get_ex(json_object_array_get_idx(apps, 0),
+                              "negotiated_version", &v);
+    snprintf(buf, sizeof buf, "%s", v ? json_object_get_string(v) : "");
+    json_object_put(st);
+    return buf;
+}
+
+static enum aur_call_status call(struct aur_mcp *h, const char *tool,
+                                 const char *args, char **content)
+{
+    struct json_object *a = json_tokener_parse(args);
+    struct aur_tool_output out;
+    aur_mcp_call(h, tool, a, -1, &out);
+    json_object_put(a);
+    *content = strdup(out.content ? out.content : "");
+    enum aur_call_status s = out.status;
+    aur_tool_output_clear(&out);
+    return s;
+}
+
+/* The server's request log as an array of objects, in arrival order. */
+static struct json_object *read_log(void)
+{
+    struct json_object *arr = json_object_new_array();
+    char *text = h_slurp(logpath), *save = NULL;
+    for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l;
+         l = strtok_r(NULL, "\n", &save)) {
+        struct json_object *o = json_tokener_parse(l);
+        ck_assert_msg(o != NULL, "bad log line: %s", l);
+        json_object_array_add(arr, o);
+    }
+    free(text);
+    return arr;
+}
+
+static const char *str_of(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+    if (!json_object_object_get_ex(o, key, &v) ||
+        !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+static bool has(struct json_object *o, const char *key)
+{
+    return json_object_object_get_ex(o, key, NULL);
+}
+
+/* Index of the first POST whose JSON-RPC method is method (from index
+ * from), or -1. */
+static int find_method(struct json_object *log, const char *method, int from)
+{
+    int n = (int)json_object_array_length(log);
+    for (int i = from < 0 ? 0 : from; i < n; i++) {
+        const char *m = str_of(json_object_array_get_idx(log, i), "method");
+        if (m && strcmp(m, method) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static bool wait_restart_required(struct aur_mcp *h)
+{
+    for (int i = 0; i < 250 && !aur_mcp_restart_required(h); i++)
+        usleep(20000);
+    return aur_mcp_restart_required(h);
+}
+
+static bool wait_log_line(const char *needle)
+{
+    for (int i = 0; i < 250; i++) {
+        char *text = h_slurp(logpath);
+        bool found = text && strstr(text, needle);
+        free(text);
+        if (found)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
+/* The server's log and stderr, for failure messages (static buffer). */
+static const char *server_said(void)
+{
+    static char buf[4096];
+    char *errpath, *l, *e;
+    ck_assert(asprintf(&errpath, "%s/server.err", dir) > 0);
+    l = h_slurp(logpath);
+    e = h_slurp(errpath);
+    snprintf(buf, sizeof buf, "\nlog:\n%s\nstderr:\n%s", l ? l : "",
+             e ? e : "");
+    free(l);
+    free(e);
+    free(errpath);
+    return buf;
+}
+
+START_TEST(sdk2_modern_over_https)
+{
+    const char *opts[] = {"--tools", "10", "--page-size", "4", NULL};
+    struct aur_startup_error serr;
+    struct json_object *log, *e;
+    char *c;
+    int rc, listen, list, pages = 0, callix;
+
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    ck_assert_str_eq(version_of(h), "2026-07-28");
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 15);
+
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo",
+                          "{\"text\":\"hi\"}", &c),
+                     AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(c, "hi");
+    free(c);
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.add",
+                          "{\"a\":2,\"b\":40}", &c),
+                     AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(c, "{\"sum\":42}");
+    free(c);
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.fail", "{}", &c),
+                     AUR_CALL_UNKNOWN);
+    ck_assert_str_eq(c, "boom");
+    free(c);
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.nope", "{}", &c),
+                     AUR_CALL_FAILED);
+    free(c);
+
+    log = read_log();
+    /* The probe carries the version and method headers. */
+    e = json_object_array_get_idx(log, find_method(log, "server/discover", 0));
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(str_of(e, "mcp-protocol-version"), "2026-07-28");
+    ck_assert_str_eq(str_of(e, "mcp-method"), "server/discover");
+    /* subscriptions/listen went out before the first tools/list page. */
+    listen = find_method(log, "subscriptions/listen", 0);
+    list = find_method(log, "tools/list", 0);
+    ck_assert_int_ge(listen, 0);
+    ck_assert_int_gt(list, listen);
+    /* 15 tools at 4 per page: 4 pages, the later ones with a cursor. */
+    for (int i = list; i >= 0; i = find_method(log, "tools/list", i + 1)) {
+        e = json_object_array_get_idx(log, i);
+        ck_assert_int_eq(has(e, "cursor"), pages > 0);
+        ck_assert_str_eq(str_of(e, "mcp-method"), "tools/list");
+        pages++;
+    }
+    ck_assert_int_eq(pages, 4);
+    /* tools/call: MCP-Protocol-Version, Mcp-Method, Mcp-Name; no session,
+     * no Authorization (no auth_env configured). */
+    callix = find_method(log, "tools/call", 0);
+    ck_assert_int_ge(callix, 0);
+    e = json_object_array_get_idx(log, callix);
+    ck_assert_str_eq(str_of(e, "name"), "echo");
+    ck_assert_str_eq(str_of(e, "mcp-protocol-version"), "2026-07-28");
+    ck_assert_str_eq(str_of(e, "mcp-method"), "tools/call");
+    ck_assert_str_eq(str_of(e, "mcp-name"), "echo");
+    for (size_t i = 0; i < json_object_array_length(log); i++) {
+        e = json_object_array_get_idx(log, i);
+        ck_assert(!has(e, "mcp-session-id"));
+        ck_assert(!has(e, "authorization"));
+        ck_assert(find_method(log, "initialize", 0) < 0);
+    }
+    json_object_put(log);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(sdk1_legacy_session_over_https)
+{
+    /* The held 202 makes any request that overtakes the end of the
+     * handshake show up before the notification's "done" line. */
+    const char *opts[] = {"--tools", "7", "--page-size", "5",
+                          "--initialized-delay", "300", NULL};
+    struct aur_startup_error serr;
+    struct json_object *log, *e;
+    char *c;
+    int rc, init, n;
+
+    server_start(script1, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    ck_assert_str_eq(version_of(h), "2025-11-25");
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 12);
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo",
+                          "{\"text\":\"yo\"}", &c),
+                     AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(c, "yo");
+    free(c);
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.nope", "{}", &c),
+                     AUR_CALL_FAILED);
+    free(c);
+    aur_mcp_destroy(h);
+
+    log = read_log();
+    n = (int)json_object_array_length(log);
+    init = find_method(log, "initialize", 0);
+    ck_assert_int_ge(init, 0);
+    e = json_object_array_get_idx(log, init);
+    ck_assert(!has(e, "mcp-session-id"));
+    ck_assert(!has(e, "mcp-protocol-version"));
+    /* The handshake completes before anything else goes out (mcp-wire.md
+     * §g: POST notifications/initialized, expect 202, then operate): the
+     * next thing the server got is the notification, and the next log
+     * line is its answered 202, not an early tools/list or GET. */
+    e = json_object_array_get_idx(log, init + 1);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(str_of(e, "method") &&
+                      strcmp(str_of(e, "method"), "notifications/initialized")
+                          == 0,
+                  "after initialize the server first got %s %s",
+                  str_of(e, "http"),
+                  str_of(e, "method") ? str_of(e, "method") : "");
+    e = json_object_array_get_idx(log, init + 2);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(str_of(e, "done") != NULL,
+                  "%s %s overtook notifications/initialized%s",
+                  str_of(e, "http"),
+                  str_of(e, "method") ? str_of(e, "method") : "",
+                  server_said());
+    ck_assert_str_eq(str_of(e, "done"), "notifications/initialized");
+    {
+        struct json_object *st = NULL;
+        json_object_object_get_ex(e, "status", &st);
+        ck_assert_int_eq(json_object_get_int(st), 202);
+    }
+    /* Everything after initialize carries the session: initialized,
+     * the pages, the calls, the GET stream and the closing DELETE. */
+    ck_assert_int_ge(find_method(log, "notifications/initialized", init), 0);
+    ck_assert_int_ge(find_method(log, "tools/call", init), 0);
+    for (int i = init + 1; i < n; i++) {
+        e = json_object_array_get_idx(log, i);
+        ck_assert_msg(str_of(e, "done") || has(e, "mcp-session-id"),
+                      "line %d has no session", i);
+    }
+    e = json_object_array_get_idx(log, find_method(log, "tools/call", init));
+    ck_assert_str_eq(str_of(e, "mcp-protocol-version"), "2025-11-25");
+    {
+        bool get = false, del = false;
+        for (int i = init + 1; i < n; i++) {
+            const char *m = str_of(json_object_array_get_idx(log, i), "http");
+            get = get || (m && strcmp(m, "GET") == 0);
+            del = del || (m && strcmp(m, "DELETE") == 0);
+        }
+        ck_assert(get);
+        ck_assert(del);
+    }
+    json_object_put(log);
+    server_stop();
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+/* Legacy list_changed arrives on the session's standalone GET stream. */
+START_TEST(sdk1_runtime_list_changed_over_get)
+{
+    const char *opts[] = {"--change-on-call", NULL};
+    struct aur_startup_error serr;
+    char *c;
+    int rc;
+
+    server_start(script1, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    ck_assert(!aur_mcp_restart_required(h));
+    /* The GET stream is opened asynchronously and may reach the server
+     * after startup finished; TS v1 drops a notification sent while no
+     * GET is open (no event store), so wait until it got there. */
+    ck_assert_msg(wait_log_line("\"done\":\"GET\",\"status\":200"),
+                  "no GET stream%s", server_said());
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo",
+                          "{\"text\":\"x\"}", &c),
+                     AUR_CALL_SUCCEEDED);
+    free(c);
+    ck_assert_msg(wait_restart_required(h), "no list_changed seen%s",
+                  server_said());
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(sdk2_bearer_token)
+{
+    const char *opts[] = {"--require-bearer", TOKEN, NULL};
+    struct aur_startup_error serr;
+    struct json_object *log;
+    char *c;
+    int rc;
+
+    server_start(script2, opts);
+    setenv(TOKEN_ENV, TOKEN, 1);
+    struct aur_mcp *h = start_host(true, true, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    ck_assert_str_eq(version_of(h), "2026-07-28");
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo",
+                          "{\"text\":\"t\"}", &c),
+                     AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(c, "t");
+    free(c);
+    aur_mcp_destroy(h);
+    log = read_log();
+    ck_assert_int_ge((int)json_object_array_length(log), 4);
+    for (size_t i = 0; i < json_object_array_length(log); i++)
+        ck_assert(has(json_object_array_get_idx(log, i), "authorization"));
+    json_object_put(log);
+    /* The token never reaches the server's log file. */
+    {
+        char *text = h_slurp(logpath);
+        ck_assert_ptr_null(strstr(text, TOKEN));
+        free(text);
+    }
+    server_stop();
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(sdk2_bearer_missing_fails_connect)
+{
+    const char *opts[] = {"--require-bearer", TOKEN, NULL};
+    struct aur_startup_error serr;
+    int rc;
+
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_int_ne(rc, AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_str_eq(serr.app, "org.test.peer");
+    ck_assert_msg(strstr(serr.message, "HTTP 401"), "%s", serr.message);
+    /* 401 is an outage, never era evidence: no legacy initialize. */
+    {
+        struct json_object *log = read_log();
+        ck_assert_int_ge(find_method(log, "server/discover", 0), 0);
+        ck_assert_int_lt(find_method(log, "initialize", 0), 0);
+        json_object_put(log);
+    }
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(untrusted_ca_fails_connect)
+{
+    struct aur_startup_error serr;
+    int rc;
+
+    server_start(script2, NULL);
+    struct aur_mcp *h = start_host(false, false, &serr, &rc);
+    ck_assert_int_ne(rc, AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_str_eq(serr.app, "org.test.peer");
+    ck_assert_msg(strstr(serr.message, "certificate"), "%s", serr.message);
+    /* The handshake failed: nothing reached the server. */
+    {
+        struct json_object *log = read_log();
+        ck_assert_int_eq((int)json_object_array_length(log), 0);
+        json_object_put(log);
+    }
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(sdk2_runtime_list_changed_over_listen)
+{
+    const char *opts[] = {"--change-on-call", NULL};
+    struct aur_startup_error serr;
+    char *c;
+    int rc;
+
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    size_t before = aur_mcp_tool_count(h);
+    ck_assert(!aur_mcp_restart_required(h));
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo",
+                          "{\"text\":\"x\"}", &c),
+                     AUR_CALL_SUCCEEDED);
+    free(c);
+    ck_assert(wait_restart_required(h));
+    ck_assert_uint_eq(aur_mcp_tool_count(h), before);
+    /* Still serving after the change. */
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo",
+                          "{\"text\":\"y\"}", &c),
+                     AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(c, "y");
+    free(c);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("peers_http");
+    TCase *tc = tcase_create("sdk_https");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, sdk2_modern_over_https);
+    tcase_add_test(tc, sdk1_legacy_session_over_https);
+    tcase_add_test(tc, sdk1_runtime_list_changed_over_get);
+    tcase_add_test(tc, sdk2_bearer_token);
+    tcase_add_test(tc, sdk2_bearer_missing_fails_connect);
+    tcase_add_test(tc, untrusted_ca_fails_connect);
+    tcase_add_test(tc, sdk2_runtime_list_changed_over_listen);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

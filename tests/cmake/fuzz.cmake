@@ -1,0 +1,39 @@
+# Replay builds of the fuzz targets (fuzz/*.c, see fuzz/run.sh for the
+# libFuzzer builds): each <name>_replay is the target compiled with
+# -DAUR_FUZZ_REPLAY and the normal compiler and flags, and CTest runs it
+# over its checked-in seed corpus as <name>_corpus.  fuzz_json lives in
+# jsonx.cmake.
+function(aur_add_fuzz_replay name)
+  cmake_parse_arguments(F "" "SOURCE;CORPUS" "DEFINES;LIBS" ${ARGN})
+  add_executable(${name}_replay ${CMAKE_SOURCE_DIR}/fuzz/${F_SOURCE})
+  target_compile_definitions(${name}_replay PRIVATE AUR_FUZZ_REPLAY ${F_DEFINES})
+  target_include_directories(${name}_replay PRIVATE ${CMAKE_SOURCE_DIR}/core
+                             ${CMAKE_SOURCE_DIR}/core/include
+                             ${CMAKE_SOURCE_DIR}/core/engine
+                             ${CMAKE_SOURCE_DIR}/fuzz)
+  target_link_libraries(${name}_replay PRIVATE ${F_LIBS} PkgConfig::JSONC m
+                        Threads::Threads)
+  add_test(NAME ${name}_corpus COMMAND ${name}_replay
+           ${CMAKE_SOURCE_DIR}/fuzz/corpus/${F_CORPUS})
+  set_tests_properties(${name}_corpus PROPERTIES TIMEOUT 120)
+endfunction()
+
+aur_add_fuzz_replay(fuzz_names SOURCE fuzz_names.c CORPUS names LIBS aur_names)
+aur_add_fuzz_replay(fuzz_config SOURCE fuzz_config.c CORPUS config
+                    LIBS aur_config aur_names)
+aur_add_fuzz_replay(fuzz_config_split SOURCE fuzz_config.c CORPUS config_split
+                    DEFINES FUZZ_CONFIG_SPLIT LIBS aur_config aur_names)
+# rpc.c needs the clock and the log besides the JSON parser; the shared
+# library has them all.
+if(TARGET aurora-mcp)
+  aur_add_fuzz_replay(fuzz_rpc_frames SOURCE fuzz_rpc_frames.c CORPUS rpc_frames
+                      LIBS aurora-mcp)
+endif()
+if(TARGET fuzz_rpc_frames_replay)
+  # The same corpus without the harness's drain: close while server
+  # requests are still queued (regress-1 once crashed rpc close).
+  add_test(NAME fuzz_rpc_frames_undrained_corpus COMMAND fuzz_rpc_frames_replay
+           ${CMAKE_SOURCE_DIR}/fuzz/corpus/rpc_frames)
+  set_tests_properties(fuzz_rpc_frames_undrained_corpus PROPERTIES
+                       TIMEOUT 120 ENVIRONMENT AUR_FUZZ_RPC_UNDRAINED=1)
+endif()

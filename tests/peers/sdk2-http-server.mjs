@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// Real-peer Streamable HTTP server on the official MCP TypeScript SDK v2
+// (@modelcontextprotocol/server 2.4.0, createMcpHandler): 2026-07-28
+// (modern, per-request instances, subscriptions/listen over SSE) and the
+// SDK's stateless legacy fallback. Served with node:https on 127.0.0.1;
+// prints "PORT <n>" once listening; exits on stdin EOF.
+//
+// Usage: node sdk2-http-server.mjs --cert PEM --key PEM [--tools N]
+//   [--page-size M] [--log FILE] [--extensions JSON] [--tool-meta JSON]
+//   [--name NAME] [--instructions TEXT] [--change-after-list]
+//   [--change-during-list K] [--change-on-call] [--exit-on-call]
+//   [--require-bearer TOKEN]
+// --log writes one line per HTTP request (see http-common.mjs); the
+// list_changed options publish on the handler's listen bus, so they reach
+// open subscriptions/listen streams only.
+
+import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server }
+    from '@modelcontextprotocol/server';
+
+import { AfterResponse, buildTools, callTool, pageOf, parseOptions }
+    from './common.mjs';
+import { bearerGate, HTTP_OPTIONS, listenHttps, makeHttpLogger, parseBody,
+         readBody, sendWebResponse } from './http-common.mjs';
+
+const opts = parseOptions(process.argv.slice(2), HTTP_OPTIONS);
+const log = makeHttpLogger(opts.log);
+const tools = buildTools(opts);
+const after = new AfterResponse();
+const bearer = opts.raw['require-bearer'];
+
+const state = {
+    firstPassDone: false,
+    firstPassActive: false,
+    changeAfterListSent: false,
+    changeDuringListSent: false,
+};
+
+function capabilities() {
+    const caps = { tools: { listChanged: true } };
+    if (opts.extensions !== undefined)
+        caps.extensions = opts.extensions;
+    return caps;
+}
+
+// Declared before use by the factory; assigned once createMcpHandler ran.
+let handler;
+const listChanged = () => handler.notify.toolsChanged();
+
+function makeServer() {
+    const server = new Server(
+        { name: opts.name ?? 'aurora-peer-sdk2-http', version: '2.4.0-peer' },
+        {
+            capabilities: capabilities(),
+            ...(opts.instructions !== undefined &&
+                { instructions: opts.instructions }),
+        });
+
+    server.setRequestHandler('tools/list', async (request, ctx) => {
+        const cursor = request.params?.cursor;
+        const page = pageOf(tools, opts.pageSize, cursor);
+        if (page.error)
+            throw new ProtocolError(ProtocolErrorCode.InvalidParams,
+                                    page.error);
+        const id = ctx.mcpReq.id;
+        if (cursor === undefined && !state.firstPassDone)
+            state.firstPassActive = true;
+        if (state.firstPassActive) {
+            if (opts.changeDuringList !== undefined &&
+                !state.changeDuringListSent &&
+                page.index === opts.changeDuringList) {
+                state.changeDuringListSent = true;
+                after.queue(id, listChanged);
+            }
+            if (page.last) {
+                state.firstPassActive = false;
+                state.firstPassDone = true;
+                if (opts.changeAfterList && !state.changeAfterListSent) {
+                    state.changeAfterListSent = true;
+                    after.queue(id, listChanged);
+                }
+            }
+        }
+        const result = { tools: page.tools };
+        if (page.nextCursor !== undefined)
+            result.nextCursor = page.nextCursor;
+        return result;
+    });
+
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+        if (opts.exitOnCall)
+            process.exit(3);
+        const { name, arguments: args } = request.params;
+        const result = await callTool(tools, name, args);
+        if (result.unknown)
+            throw new ProtocolError(ProtocolErrorCode.InvalidParams,
+                                    `Tool ${name} not found`);
+        if (opts.changeOnCall)
+            after.queue(ctx.mcpReq.id, listChanged);
+        const def = tools.find((t) => t.name === name);
+        return server.projectCallToolResult(result, def?.outputSchema);
+    });
+
+    return server;
+}
+
+handler = createMcpHandler(() => makeServer(), {
+    onerror: (e) => process.stderr.write(`sdk2-http: ${e.message}\n`),
+});
+
+listenHttps(opts, async (req, res) => {
+    const body = req.method === 'POST' ? await readBody(req) : undefined;
+    const msg = body ? parseBody(body) : undefined;
+    log(req, msg);
+    if (!bearerGate(bearer, req, res))
+        return;
+    const ac = new AbortController();
+    const request = new Request(`https://127.0.0.1${req.url}`, {
+        method: req.method,
+        headers: Object.entries(req.headers).flatMap(([k, v]) =>
+            Array.isArray(v) ? v.map((x) => [k, x]) : [[k, v]]),
+        body: body && body.length ? body : undefined,
+        signal: ac.signal,
+    });
+    const response = await handler.fetch(request);
+    await sendWebResponse(response, res, ac);
+    // Follow-ups (list_changed) run once the exchange they belong to is
+    // fully written, so they provably come after the response.
+    if (msg && typeof msg === 'object' && msg.id !== undefined)
+        after.sent({ id: msg.id, result: {} });
+});

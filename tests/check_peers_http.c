@@ -562,6 +562,45 @@ START_TEST(sdk2_bearer_missing_fails_connect)
 }
 END_TEST
 
+/* A 5xx on the probe is an outage, not a legacy server. */
+START_TEST(server_5xx_at_startup_fails_connect)
+{
+    const char *opts[] = {"--status-for", "server/discover=503", NULL};
+    struct aur_startup_error serr;
+    int rc;
+
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_int_ne(rc, AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_msg(strstr(serr.message, "HTTP 503"), "%s", serr.message);
+    struct json_object *log = read_log();
+    ck_assert_int_lt(find_method(log, "initialize", 0), 0);
+    json_object_put(log);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+/* A 5xx answer to a call that reached the server: its effect is unknown. */
+START_TEST(server_5xx_during_call_is_unknown)
+{
+    const char *opts[] = {"--status-for", "tools/call=502", NULL};
+    struct aur_startup_error serr;
+    char *c;
+    int rc;
+
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"x\"}",
+                          &c),
+                     AUR_CALL_UNKNOWN);
+    ck_assert_msg(strstr(c, "HTTP 502"), "%s", c);
+    free(c);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 START_TEST(untrusted_ca_fails_connect)
 {
     struct aur_startup_error serr;
@@ -623,6 +662,8 @@ static Suite *suite(void)
     tcase_add_test(tc, sdk2_bearer_token);
     tcase_add_test(tc, sdk2_bearer_missing_fails_connect);
     tcase_add_test(tc, untrusted_ca_fails_connect);
+    tcase_add_test(tc, server_5xx_at_startup_fails_connect);
+    tcase_add_test(tc, server_5xx_during_call_is_unknown);
     tcase_add_test(tc, sdk2_runtime_list_changed_over_listen);
     suite_add_tcase(s, tc);
     return s;

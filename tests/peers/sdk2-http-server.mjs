@@ -9,7 +9,7 @@
 //   [--page-size M] [--log FILE] [--extensions JSON] [--tool-meta JSON]
 //   [--name NAME] [--instructions TEXT] [--change-after-list]
 //   [--change-during-list K] [--change-on-call] [--exit-on-call]
-//   [--require-bearer TOKEN]
+//   [--require-bearer TOKEN] [--status-for METHOD=CODE]
 // --log writes one line per HTTP request (see http-common.mjs); the
 // list_changed options publish on the handler's listen bus, so they reach
 // open subscriptions/listen streams only.
@@ -22,7 +22,16 @@ import { AfterResponse, buildTools, callTool, pageOf, parseOptions }
 import { bearerGate, HTTP_OPTIONS, listenHttps, makeHttpLogger, parseBody,
          readBody, sendWebResponse } from './http-common.mjs';
 
-const opts = parseOptions(process.argv.slice(2), HTTP_OPTIONS);
+const opts = parseOptions(process.argv.slice(2), {
+    ...HTTP_OPTIONS,
+    // --status-for METHOD=CODE: answer that JSON-RPC method with this bare
+    // HTTP status and a text body (no JSON-RPC), e.g. tools/call=503.
+    'status-for': { type: 'string', multiple: true },
+});
+const statusFor = new Map((opts.raw['status-for'] ?? []).map((s) => {
+    const i = s.lastIndexOf('=');
+    return [s.slice(0, i), Number(s.slice(i + 1))];
+}));
 const log = makeHttpLogger(opts.log);
 const tools = buildTools(opts);
 const after = new AfterResponse();
@@ -113,6 +122,11 @@ listenHttps(opts, async (req, res) => {
     log(req, msg);
     if (!bearerGate(bearer, req, res))
         return;
+    if (msg && statusFor.has(msg.method)) {
+        res.writeHead(statusFor.get(msg.method), { 'content-type': 'text/plain' });
+        res.end('injected failure\n');
+        return;
+    }
     const ac = new AbortController();
     const request = new Request(`https://127.0.0.1${req.url}`, {
         method: req.method,

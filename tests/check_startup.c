@@ -7,6 +7,8 @@
 #include <aurora/aur_host.h>
 #include <check.h>
 #include <json-c/json.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,6 +468,34 @@ START_TEST(apps_close_in_reverse_config_order)
 }
 END_TEST
 
+static void *cancel_later(void *h)
+{
+    usleep(300000);
+    aur_mcp_cancel(h);
+    return NULL;
+}
+
+START_TEST(cancel_interrupts_a_hanging_startup)
+{
+    const char *opts[] = {"--era", "modern", "--hang-at", "list", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    pthread_t t;
+    int64_t t0 = now_ms();
+    add_fixture("a.ini", "org.test.hang", 30, opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(pthread_create(&t, NULL, cancel_later, h), 0);
+    ck_assert_int_ne(aur_mcp_start(h, &serr, &err), AUR_OK);
+    pthread_join(t, NULL);
+    ck_assert_int_lt(now_ms() - t0, 5000);
+    ck_assert_str_eq(serr.code, "interrupted");
+    ck_assert_str_eq(serr.phase, "tools/list");
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
 START_TEST(many_apps_start_concurrently)
 {
     struct aur_startup_error serr;
@@ -689,6 +719,7 @@ static Suite *suite(void)
     tcase_add_test(dl, exit_mid_list_fails_list);
     tcase_add_test(many, first_failure_cancels_and_cleans_up);
     tcase_add_test(many, many_apps_start_concurrently);
+    tcase_add_test(many, cancel_interrupts_a_hanging_startup);
     tcase_add_test(many, apps_close_in_reverse_config_order);
     tcase_add_test(many, agents_exact_reference_must_exist);
     tcase_add_test(many, agents_patterns_pass);

@@ -135,6 +135,7 @@ struct aur_mcp {
     pthread_mutex_t mu; /* guards the fields below */
     pthread_cond_t cv;
     bool cancel;        /* first startup failure cancels the rest */
+    bool interrupted;   /* aur_mcp_cancel was called */
     int running;        /* Apps inside their startup transaction */
     int failures;
 };

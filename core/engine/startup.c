@@ -317,6 +317,15 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     for (size_t i = 0; i < mcp->napps; i++)
         if (mcp->apps[i].fail_order == 1)
             failed = &mcp->apps[i];
+    pthread_mutex_lock(&mcp->mu);
+    bool interrupted = mcp->interrupted;
+    pthread_mutex_unlock(&mcp->mu);
+    if (interrupted) {
+        fill_serr(serr, "interrupted", failed ? failed->cfg->package : NULL,
+                  failed ? failed->phase : "activate", "startup cancelled");
+        rc = aur_fail(err, AUR_E_CANCELLED, 0, "startup cancelled");
+        goto fail;
+    }
     if (failed) {
         fill_serr(serr, "startup_failed", failed->cfg->package, failed->phase,
                   failed->error);
@@ -367,6 +376,18 @@ fail:
      * time before it is killed. */
     aur__close_all(mcp, AUR__FAIL_GRACE_MS);
     return rc;
+}
+
+void aur_mcp_cancel(struct aur_mcp *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    h->cancel = true;
+    h->interrupted = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    cancel_all(h);
 }
 
 void aur__app_close(struct aur__app *app, int64_t grace_ms)

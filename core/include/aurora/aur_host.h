@@ -144,6 +144,14 @@ struct json_object *aur_mcp_status_json(struct aur_mcp *h, int with_tools);
 /* Any App's restart_required. */
 int aur_mcp_restart_required(struct aur_mcp *h);
 
+/*
+ * Cancel from any thread (a signal-handling thread, a watchdog): a running
+ * aur_mcp_start fails promptly with code "interrupted"; calls in flight
+ * return unknown and later calls fail without being sent.  The owner
+ * still calls aur_mcp_shutdown / aur_mcp_destroy.  Idempotent.
+ */
+void aur_mcp_cancel(struct aur_mcp *h);
+
 /* Close every App in reverse config order.  Idempotent; calls that are in
  * flight return unknown. */
 void aur_mcp_shutdown(struct aur_mcp *h);

@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,98 @@ static int exit_for(const struct aur_startup_error *e)
     return strcmp(e->code, "config_invalid") == 0 ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
+/*
+ * SIGINT/SIGTERM for the one-shot commands (discover, call).  main blocks
+ * both before any host thread exists, so every thread inherits the mask
+ * and only the signal thread below, in sigwait, ever receives them (the
+ * stdio transport resets the mask in its children).  A signal cancels the
+ * host: a running start fails with "interrupted" (printed as the startup
+ * error, exit 1), a call in flight returns unknown (exit 4); the normal
+ * path then shuts down, which closes the Apps and kills their process
+ * groups.  serve keeps its own handlers (serve.c).
+ *
+ * mu guards host and signalled: the signal thread cancels only a host
+ * that main has not yet begun to destroy.
+ */
+static struct {
+    pthread_mutex_t mu;
+    sigset_t set;
+    pthread_t thread;
+    bool running;
+    bool done;            /* (mu) main is finished: the thread returns */
+    int signalled;        /* (mu) the first signal received, 0 = none */
+    struct aur_mcp *host; /* (mu) borrowed */
+} sigctl = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *signal_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&sigctl.set, &sig) != 0)
+            continue;
+        pthread_mutex_lock(&sigctl.mu);
+        if (sigctl.done) {
+            pthread_mutex_unlock(&sigctl.mu);
+            return NULL;
+        }
+        if (!sigctl.signalled)
+            sigctl.signalled = sig;
+        /* Idempotent, so a second signal is harmless. */
+        if (sigctl.host)
+            aur_mcp_cancel(sigctl.host);
+        pthread_mutex_unlock(&sigctl.mu);
+    }
+}
+
+/* Before anything else starts a thread.  Without the thread the default
+ * actions stay in place. */
+static void signals_start(void)
+{
+    sigemptyset(&sigctl.set);
+    sigaddset(&sigctl.set, SIGINT);
+    sigaddset(&sigctl.set, SIGTERM);
+    if (pthread_sigmask(SIG_BLOCK, &sigctl.set, NULL) != 0)
+        return;
+    if (pthread_create(&sigctl.thread, NULL, signal_thread, NULL) != 0) {
+        pthread_sigmask(SIG_UNBLOCK, &sigctl.set, NULL);
+        return;
+    }
+    sigctl.running = true;
+}
+
+/* The thread wakes on a signal sent to itself (blocked everywhere, so
+ * only its sigwait takes it), sees done and returns. */
+static void signals_stop(void)
+{
+    if (!sigctl.running)
+        return;
+    pthread_mutex_lock(&sigctl.mu);
+    sigctl.done = true;
+    sigctl.host = NULL;
+    pthread_mutex_unlock(&sigctl.mu);
+    pthread_kill(sigctl.thread, SIGTERM);
+    pthread_join(sigctl.thread, NULL);
+    sigctl.running = false;
+}
+
+/* h may be cancelled by a signal from now on (NULL: no longer); a signal
+ * that came before h existed cancels it at once. */
+static void signals_attach(struct aur_mcp *h)
+{
+    pthread_mutex_lock(&sigctl.mu);
+    sigctl.host = h;
+    if (h && sigctl.signalled)
+        aur_mcp_cancel(h);
+    pthread_mutex_unlock(&sigctl.mu);
+}
+
+static void destroy_host(struct aur_mcp *h)
+{
+    signals_attach(NULL);
+    aur_mcp_destroy(h);
+}
+
 int cli_start(const char *dir, struct aur_mcp **out)
 {
     struct aur_startup_error serr;
@@ -67,9 +162,10 @@ int cli_start(const char *dir, struct aur_mcp **out)
         cli_print_startup_error(&serr);
         return exit_for(&serr);
     }
+    signals_attach(h);
     if (aur_mcp_start(h, &serr, &err) != AUR_OK) {
         cli_print_startup_error(&serr);
-        aur_mcp_destroy(h);
+        destroy_host(h);
         return exit_for(&serr);
     }
     *out = h;
@@ -122,7 +218,7 @@ static int cmd_discover(const char *dir)
     aur_mcp_shutdown(h);
     cli_print_json(o);
     json_object_put(o);
-    aur_mcp_destroy(h);
+    destroy_host(h);
     return EXIT_OK;
 }
 
@@ -181,6 +277,9 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
         }
     }
     free(owned);
+    /* Only now: while reading arguments no child exists yet, and the
+     * default action (die) is the right answer to a signal. */
+    signals_start();
     rc = cli_start(dir, &h);
     if (rc != EXIT_OK) {
         json_object_put(args);
@@ -196,7 +295,7 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
          : out.status == AUR_CALL_FAILED  ? EXIT_FAILED
                                           : EXIT_UNKNOWN;
     aur_tool_output_clear(&out);
-    aur_mcp_destroy(h);
+    destroy_host(h);
     return rc;
 }
 
@@ -296,14 +395,22 @@ int main(int argc, char **argv)
         return bad_usage("missing -c DIR");
     if (strcmp(cmd, "check") == 0 && optind == argc)
         return cmd_check(dir);
-    if (strcmp(cmd, "discover") == 0 && optind == argc)
-        return cmd_discover(dir);
+    if (strcmp(cmd, "discover") == 0 && optind == argc) {
+        signals_start();
+        c = cmd_discover(dir);
+        signals_stop();
+        return c;
+    }
     if (strcmp(cmd, "serve") == 0 && optind == argc)
         return cli_serve(dir);
     if (strcmp(cmd, "journal") == 0 && optind == argc)
         return cmd_journal(dir, after, scope);
-    if (strcmp(cmd, "call") == 0 && (argc - optind == 1 || argc - optind == 2))
-        return cmd_call(dir, argv[optind],
-                        argc - optind == 2 ? argv[optind + 1] : NULL);
+    if (strcmp(cmd, "call") == 0 &&
+        (argc - optind == 1 || argc - optind == 2)) {
+        c = cmd_call(dir, argv[optind],
+                     argc - optind == 2 ? argv[optind + 1] : NULL);
+        signals_stop();
+        return c;
+    }
     return bad_usage("bad command or arguments");
 }

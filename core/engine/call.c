@@ -319,11 +319,44 @@ static void map_rpc_error(struct json_object *reply,
                 code, msg);
 }
 
+/*
+ * The tools/call request, serialised directly: the envelope text is built
+ * once per App and the arguments go through the canonical serialiser,
+ * which only reads the caller's object (json-c's printer caches into it,
+ * and it may be shared with other threads).  The raw name needs no
+ * escaping: its grammar is [A-Za-z][A-Za-z0-9_-]*.
+ */
+static int send_call(struct aur__app *app, struct aur__rpc *rpc,
+                     struct aur__tool *t, struct json_object *args,
+                     aur_deadline dl, struct aur__pending **p,
+                     struct aur_error *err)
+{
+    char *argtext = NULL, *params;
+    size_t alen = 2;
+    int n, rc;
+
+    if (args && (rc = aur__json_canonical(args, &argtext, &alen, err)) != AUR_OK)
+        return rc;
+    n = app->modern
+            ? asprintf(&params, "{\"name\":\"%s\",\"arguments\":%s,"
+                                "\"_meta\":%s}",
+                       t->raw_name, argtext ? argtext : "{}", app->envelope_text)
+            : asprintf(&params, "{\"name\":\"%s\",\"arguments\":%s}",
+                       t->raw_name, argtext ? argtext : "{}");
+    free(argtext);
+    if (n < 0)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    rc = aur__rpc_request_text(rpc, "tools/call", params, (size_t)n, dl, p,
+                               err);
+    free(params);
+    return rc;
+}
+
 static void call_app(struct aur__tool *t, struct json_object *args,
                      int64_t timeout_ms, struct aur_tool_output *out)
 {
     struct aur__app *app = t->app;
-    struct json_object *params, *reply = NULL, *res;
+    struct json_object *reply = NULL, *res;
     struct aur__pending *p = NULL;
     struct aur__rpc *rpc = NULL;
     struct aur_error err;
@@ -347,16 +380,8 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     if (timeout_ms < 0 || timeout_ms > app->cfg->timeout_ms)
         timeout_ms = app->cfg->timeout_ms;
     dl = aur__now_ms() + timeout_ms;
-    params = json_object_new_object();
-    json_object_object_add(params, "name", json_object_new_string(t->raw_name));
-    /* A copy: the caller's object may be shared with other threads. */
-    json_object_object_add(params, "arguments",
-                           args ? aur__json_copy(args)
-                                : json_object_new_object());
-    if (app->modern)
-        json_object_object_add(params, "_meta", aur__app_envelope(app));
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
-    rc = aur__rpc_request(rpc, "tools/call", params, NULL, dl, &p, &err);
+    rc = send_call(app, rpc, t, args, dl, &p, &err);
     if (rc != AUR_OK) {
         /* A transport only fails send when no whole message left. */
         set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);

@@ -73,6 +73,7 @@ struct aur__app {
     char version[16];
     struct json_object *server_caps;
     struct json_object *client_caps; /* extensions we declare */
+    char *envelope_text; /* modern: the request _meta, serialised once */
     char listen_id[32];
     bool listening;
 

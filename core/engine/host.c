@@ -324,6 +324,7 @@ void aur_mcp_destroy(struct aur_mcp *h)
         free(a->disconnect_detail);
         json_object_put(a->server_caps);
         json_object_put(a->client_caps);
+        free(a->envelope_text);
         json_object_put(a->listen_honoured);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);

@@ -420,6 +420,14 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     rc = check_event_mode(app, err);
     if (rc != AUR_OK)
         return rc;
+    if (app->modern) {
+        struct json_object *env = aur__app_envelope(app);
+        app->envelope_text = strdup(json_object_to_json_string_ext(
+            env, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(env);
+        if (!app->envelope_text)
+            return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
     (void)mcp;
     return accept_extensions(app, err);
 }

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "jsonx.h"
 #include "rpc.h"
 
 #include <json-c/json.h>
@@ -464,9 +465,15 @@ static struct json_object *envelope(const char *method,
     return m;
 }
 
+static int send_text(struct aur__rpc *r, const char *method,
+                     struct aur__pending *p, const char *params_json,
+                     size_t params_len, aur_deadline dl,
+                     struct aur_error *err);
+
 static int request(struct aur__rpc *r, const char *method,
-                   struct json_object *params, const char *sid,
-                   bool detached, aur_deadline dl, struct aur__pending **out,
+                   struct json_object *params, const char *params_json,
+                   size_t params_len, const char *sid, bool detached,
+                   aur_deadline dl, struct aur__pending **out,
                    struct aur_error *err)
 {
     struct aur__pending *p = calloc(1, sizeof *p);
@@ -510,9 +517,13 @@ static int request(struct aur__rpc *r, const char *method,
     }
     pthread_mutex_unlock(&r->mu);
 
-    msg = envelope(method, params, p->id);
-    rc = r->ops->send(r->conn, msg, dl, err);
-    json_object_put(msg);
+    if (params_json) {
+        rc = send_text(r, method, p, params_json, params_len, dl, err);
+    } else {
+        msg = envelope(method, params, p->id);
+        rc = r->ops->send(r->conn, msg, dl, err);
+        json_object_put(msg);
+    }
     if (rc != AUR_OK) {
         pthread_mutex_lock(&r->mu);
         table_remove(r, p);
@@ -531,14 +542,59 @@ int aur__rpc_request(struct aur__rpc *r, const char *method,
                      aur_deadline dl, struct aur__pending **out,
                      struct aur_error *err)
 {
-    return request(r, method, params, sid, false, dl, out, err);
+    return request(r, method, params, NULL, 0, sid, false, dl, out, err);
+}
+
+int aur__rpc_request_text(struct aur__rpc *r, const char *method,
+                          const char *params_json, size_t params_len,
+                          aur_deadline dl, struct aur__pending **out,
+                          struct aur_error *err)
+{
+    return request(r, method, NULL, params_json, params_len, NULL, false, dl,
+                   out, err);
+}
+
+static int send_text(struct aur__rpc *r, const char *method,
+                     struct aur__pending *p, const char *params_json,
+                     size_t params_len, aur_deadline dl,
+                     struct aur_error *err)
+{
+    char head[160], *line;
+    int hn = snprintf(head, sizeof head,
+                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\","
+                      "\"params\":",
+                      (long long)p->num, method);
+    size_t len;
+    int rc;
+
+    if (hn < 0 || (size_t)hn >= sizeof head)
+        return aur_fail(err, AUR_E_INVAL, 0, "method name too long");
+    len = (size_t)hn + params_len + 1;
+    line = malloc(len + 1);
+    if (!line)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    memcpy(line, head, (size_t)hn);
+    memcpy(line + hn, params_json, params_len);
+    line[len - 1] = '}';
+    line[len] = '\0';
+    if (AUR_HAS(r->ops, send_text)) {
+        rc = r->ops->send_text(r->conn, line, len, dl, err);
+    } else {
+        struct json_object *msg = NULL;
+        rc = aur__json_parse(line, len, 128, &msg, err);
+        if (rc == AUR_OK)
+            rc = r->ops->send(r->conn, msg, dl, err);
+        json_object_put(msg);
+    }
+    free(line);
+    return rc;
 }
 
 int aur__rpc_request_detached(struct aur__rpc *r, const char *method,
                               struct json_object *params, const char *sid,
                               aur_deadline dl, struct aur_error *err)
 {
-    return request(r, method, params, sid, true, dl, NULL, err);
+    return request(r, method, params, NULL, 0, sid, true, dl, NULL, err);
 }
 
 int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,

@@ -87,6 +87,16 @@ int aur__rpc_request(struct aur__rpc *r, const char *method,
                      aur_deadline dl, struct aur__pending **out,
                      struct aur_error *err);
 
+/*
+ * Like aur__rpc_request (integer id), with params already serialised
+ * (params_json: one compact JSON object, borrowed).  Sent as text when the
+ * transport takes text, else parsed and sent as an object.
+ */
+int aur__rpc_request_text(struct aur__rpc *r, const char *method,
+                          const char *params_json, size_t params_len,
+                          aur_deadline dl, struct aur__pending **out,
+                          struct aur_error *err);
+
 /* Send a long-lived request (subscriptions/listen): nobody waits for it;
  * its response, if one ever comes, goes to handlers.response on the
  * dispatch thread.  params (transfer). */

@@ -252,20 +252,13 @@ static void token_give(struct aur_conn *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-static int stdio_send(struct aur_conn *c, struct json_object *msg,
-                      aur_deadline dl, struct aur_error *err)
+static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
+                           aur_deadline dl, struct aur_error *err)
 {
-    size_t len = 0;
-    const char *s;
     int rc;
 
-    if (!c || !msg)
+    if (!c || !s)
         return aur_fail(err, AUR_E_INVAL, 0, "send: no message");
-    /* Compact: one line, no raw newline can appear (json-c escapes). */
-    s = json_object_to_json_string_length(msg, SERIALISE_FLAGS, &len);
-    if (!s)
-        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s: cannot serialise",
-                        c->package);
     rc = token_take(c, dl, err);
     if (rc != AUR_OK)
         return rc;
@@ -276,6 +269,22 @@ static int stdio_send(struct aur_conn *c, struct json_object *msg,
         rc = stdio_child_write(c->child, s, len, dl, err);
     token_give(c);
     return rc;
+}
+
+static int stdio_send(struct aur_conn *c, struct json_object *msg,
+                      aur_deadline dl, struct aur_error *err)
+{
+    size_t len = 0;
+    const char *s;
+
+    if (!c || !msg)
+        return aur_fail(err, AUR_E_INVAL, 0, "send: no message");
+    /* Compact: one line, no raw newline can appear (json-c escapes). */
+    s = json_object_to_json_string_length(msg, SERIALISE_FLAGS, &len);
+    if (!s)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s: cannot serialise",
+                        c->package);
+    return stdio_send_text(c, s, len, dl, err);
 }
 
 static void stdio_close(struct aur_conn *c, aur_deadline dl)
@@ -333,6 +342,7 @@ static const struct aur_transport_ops stdio_ops = {
     .send = stdio_send,
     .close = stdio_close,
     .reopen = stdio_reopen,
+    .send_text = stdio_send_text,
 };
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);

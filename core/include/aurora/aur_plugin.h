@@ -388,6 +388,12 @@ struct aur_transport_ops {
      * close followed by an open with the original endpoint and sink. */
     int (*reopen)(struct aur_conn *c, aur_deadline dl,
                   struct aur_error *err);
+    /* Optional: send a message the core already serialised (one compact
+     * JSON object, len bytes, no newline; borrowed).  Same contract as
+     * send.  Lets the hot call path skip building a json-c tree only to
+     * print it again. */
+    int (*send_text)(struct aur_conn *c, const char *json, size_t len,
+                     aur_deadline dl, struct aur_error *err);
 };
 
 /* ------------------------------------------------------------------ */

@@ -73,32 +73,50 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
     return AUR_OK;
 }
 
+/* A growable string: joins are on the hot path, so no stdio streams. */
+struct sbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *g = realloc(b->p, cap);
+        if (!g)
+            abort(); /* a tool result that cannot be held: fatal */
+        b->p = g;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
 /* §7.4 error text: the non-empty text blocks, else structuredContent,
  * else a fixed text. */
 static char *error_text(struct json_object *content, struct json_object *sc)
 {
-    size_t n = json_object_array_length(content), len = 0;
-    char *buf = NULL;
-    FILE *f = open_memstream(&buf, &len);
-    bool first = true;
-    for (size_t i = 0; f && i < n; i++) {
-        struct json_object *b = json_object_array_get_idx(content, i), *ty, *tx;
-        if (json_object_object_get_ex(b, "type", &ty) &&
+    size_t n = json_object_array_length(content);
+    struct sbuf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        struct json_object *o = json_object_array_get_idx(content, i), *ty, *tx;
+        if (json_object_object_get_ex(o, "type", &ty) &&
             strcmp(json_object_get_string(ty), "text") == 0 &&
-            json_object_object_get_ex(b, "text", &tx) &&
+            json_object_object_get_ex(o, "text", &tx) &&
             json_object_get_string_len(tx) > 0) {
-            if (!first)
-                fputc('\n', f);
-            fwrite(json_object_get_string(tx), 1,
-                   (size_t)json_object_get_string_len(tx), f);
-            first = false;
+            if (b.n)
+                sb_add(&b, "\n", 1);
+            sb_add(&b, json_object_get_string(tx),
+                   (size_t)json_object_get_string_len(tx));
         }
     }
-    if (f)
-        fclose(f);
-    if (buf && !aur__is_blank(buf))
-        return buf;
-    free(buf);
+    if (b.p && !aur__is_blank(b.p))
+        return b.p;
+    free(b.p);
     if (sc) {
         char *canon = NULL;
         if (aur__json_canonical(sc, &canon, NULL, NULL) == AUR_OK)
@@ -134,40 +152,35 @@ static char *unsupported_types(struct json_object *content)
             types[k] = types[k - 1];
             types[k - 1] = x;
         }
-    size_t len = 0;
-    char *buf = NULL;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return strdup("?");
-    for (size_t i = 0; i < nt; i++)
-        fprintf(f, "%s%.64s", i ? ", " : "", types[i]);
-    fclose(f);
-    return buf;
+    struct sbuf b = {0};
+    for (size_t i = 0; i < nt; i++) {
+        size_t l = strlen(types[i]);
+        if (i)
+            sb_add(&b, ", ", 2);
+        sb_add(&b, types[i], l < 64 ? l : 64);
+    }
+    return b.p;
 }
 
 static char *success_text(struct json_object *content)
 {
-    size_t n = json_object_array_length(content), len = 0;
-    char *buf = NULL;
-    FILE *f = open_memstream(&buf, &len);
+    size_t n = json_object_array_length(content);
+    struct sbuf b = {0};
     bool first = true;
-    for (size_t i = 0; f && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct json_object *tx;
         json_object_object_get_ex(json_object_array_get_idx(content, i), "text",
                                   &tx);
         if (aur__is_blank(json_object_get_string(tx)))
             continue;
         if (!first)
-            fputc('\n', f);
-        fwrite(json_object_get_string(tx), 1,
-               (size_t)json_object_get_string_len(tx), f);
+            sb_add(&b, "\n", 1);
+        sb_add(&b, json_object_get_string(tx),
+               (size_t)json_object_get_string_len(tx));
         first = false;
     }
-    if (f)
-        fclose(f);
-    if (buf && *buf)
-        return buf;
-    free(buf);
+    if (b.p)
+        return b.p;
     return strdup("MCP tool completed but returned no text content");
 }
 

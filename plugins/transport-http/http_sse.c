@@ -44,11 +44,13 @@ static int reserve(char **buf, size_t *cap, size_t need, size_t max)
     size_t n;
     char *b;
 
-    if (need <= *cap)
-        return SSE_OK;
+    /* The budget first: the first block may be larger than a small
+     * budget, and must not let a line or event grow past it. */
     if (need > max + 1)
         return SSE_TOO_BIG;
-    n = *cap ? *cap : 256;
+    if (need <= *cap)
+        return SSE_OK;
+    n = *cap ? *cap : max + 1 < 256 ? max + 1 : 256;
     while (n < need)
         n = n > (max + 1) / 2 ? max + 1 : n * 2;
     b = realloc(*buf, n);

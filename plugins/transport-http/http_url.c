@@ -16,6 +16,7 @@
 #include "http_int.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,8 +149,12 @@ int http_url_redirect(const char *base, const char *location, char **out_url,
     else
         rc = check_parsed(u, out_url, origin, err);
     curl_url_cleanup(u);
-    if (rc != AUR_OK && err)
-        rc = aur_fail(err, rc, 0, "redirect refused: %.200s", err->msg);
+    if (rc != AUR_OK && err) {
+        /* err->msg cannot be both the format argument and the target. */
+        char why[AUR_ERR_MSG_SIZE];
+        snprintf(why, sizeof why, "%s", err->msg);
+        rc = aur_fail(err, rc, 0, "redirect refused: %.200s", why);
+    }
     return rc;
 }
 

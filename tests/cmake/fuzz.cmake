@@ -4,13 +4,15 @@
 # over its checked-in seed corpus as <name>_corpus.  fuzz_json lives in
 # jsonx.cmake.
 function(aur_add_fuzz_replay name)
-  cmake_parse_arguments(F "" "SOURCE;CORPUS" "DEFINES;LIBS" ${ARGN})
-  add_executable(${name}_replay ${CMAKE_SOURCE_DIR}/fuzz/${F_SOURCE})
+  cmake_parse_arguments(F "" "SOURCE;CORPUS" "DEFINES;LIBS;EXTRA;INCLUDES"
+                        ${ARGN})
+  add_executable(${name}_replay ${CMAKE_SOURCE_DIR}/fuzz/${F_SOURCE}
+                 ${F_EXTRA})
   target_compile_definitions(${name}_replay PRIVATE AUR_FUZZ_REPLAY ${F_DEFINES})
   target_include_directories(${name}_replay PRIVATE ${CMAKE_SOURCE_DIR}/core
                              ${CMAKE_SOURCE_DIR}/core/include
                              ${CMAKE_SOURCE_DIR}/core/engine
-                             ${CMAKE_SOURCE_DIR}/fuzz)
+                             ${CMAKE_SOURCE_DIR}/fuzz ${F_INCLUDES})
   target_link_libraries(${name}_replay PRIVATE ${F_LIBS} PkgConfig::JSONC m
                         Threads::Threads)
   add_test(NAME ${name}_corpus COMMAND ${name}_replay
@@ -37,3 +39,23 @@ if(TARGET fuzz_rpc_frames_replay)
   set_tests_properties(fuzz_rpc_frames_undrained_corpus PROPERTIES
                        TIMEOUT 120 ENVIRONMENT AUR_FUZZ_RPC_UNDRAINED=1)
 endif()
+
+# Plugin parsers compiled straight into their targets (EXTRA), like their
+# unit tests do; the core's JSON parser and config rule come from the
+# object libraries.
+set(AUR_FUZZ_HTTP ${CMAKE_SOURCE_DIR}/plugins/transport-http)
+set(AUR_FUZZ_TC ${CMAKE_SOURCE_DIR}/plugins/ext-tool-contract)
+set(AUR_FUZZ_WE ${CMAKE_SOURCE_DIR}/plugins/ext-world-events)
+aur_add_fuzz_replay(fuzz_sse SOURCE fuzz_sse.c CORPUS sse
+                    EXTRA ${AUR_FUZZ_HTTP}/http_sse.c
+                    INCLUDES ${AUR_FUZZ_HTTP} LIBS PkgConfig::CURL)
+aur_add_fuzz_replay(fuzz_url SOURCE fuzz_url.c CORPUS url
+                    EXTRA ${AUR_FUZZ_HTTP}/http_url.c
+                    INCLUDES ${AUR_FUZZ_HTTP}
+                    LIBS aur_config aur_names PkgConfig::CURL)
+aur_add_fuzz_replay(fuzz_scope SOURCE fuzz_scope.c CORPUS scope
+                    EXTRA ${AUR_FUZZ_TC}/tc_scope.c ${AUR_FUZZ_TC}/tc_plugin.c
+                    INCLUDES ${AUR_FUZZ_TC} LIBS aur_jsonx)
+aur_add_fuzz_replay(fuzz_event SOURCE fuzz_event.c CORPUS event
+                    EXTRA ${AUR_FUZZ_WE}/we_validate.c
+                    INCLUDES ${AUR_FUZZ_WE} LIBS aur_jsonx)

@@ -9,6 +9,8 @@
  */
 #include "aur_setup.h"
 
+#include <arpa/inet.h>
+
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -199,6 +201,18 @@ const char *aur__url_problem(const char *url)
         for (p = auth + 1; p < host_end; p++)
             if (!hexdig((unsigned char)*p) && *p != ':' && *p != '.')
                 return "has a malformed IPv6 host";
+        {
+            /* The literal itself must parse, as curl will insist later. */
+            char lit[64];
+            struct in6_addr a6;
+            size_t ln = (size_t)(host_end - auth - 1);
+            if (ln >= sizeof lit)
+                return "has a malformed IPv6 host";
+            memcpy(lit, auth + 1, ln);
+            lit[ln] = '\0';
+            if (inet_pton(AF_INET6, lit, &a6) != 1)
+                return "has a malformed IPv6 host";
+        }
         host_end++;
     } else {
         for (host_end = auth; host_end < aend && *host_end != ':'; host_end++)
@@ -206,6 +220,8 @@ const char *aur__url_problem(const char *url)
                 return "has a bad character in the host";
         if (host_end == auth)
             return "has no host";
+        if (host_end - auth > 253) /* the DNS limit */
+            return "has a host name longer than 253 characters";
     }
     if (host_end < aend) {
         long port = 0;

@@ -19,7 +19,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER=${FUZZ_SECONDS:-60}
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz-clang}
 CC=${CC:-clang}
-ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames"
+ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames
+fuzz_sse fuzz_url fuzz_scope fuzz_event"
 
 case $SECONDS_PER in
 '' | *[!0-9]*) echo "run.sh: FUZZ_SECONDS must be a whole number" >&2; exit 2 ;;
@@ -35,12 +36,12 @@ CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
 -I$ROOT/core -I$ROOT/core/include \
 -I$ROOT/core/engine -I$ROOT/fuzz"
-PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3) || exit 2
-PKG_LIBS=$(pkg-config --libs json-c inih sqlite3) || exit 2
+PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3 libcurl) || exit 2
+PKG_LIBS=$(pkg-config --libs json-c inih sqlite3 libcurl) || exit 2
 
 # The core sources each target needs, compiled straight into it.
 sources() {
-    local c=$ROOT/core
+    local c=$ROOT/core p=$ROOT/plugins
     case $1 in
     fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/json_*.c" ;;
     fuzz_names) echo "$ROOT/fuzz/fuzz_names.c $c/names*.c" ;;
@@ -49,6 +50,16 @@ sources() {
     fuzz_rpc_frames)
         echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc.c" \
             "$c/engine/clock.c $c/engine/log.c" ;;
+    fuzz_sse) echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c" ;;
+    fuzz_url)
+        echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" \
+            "$c/config*.c $c/names*.c" ;;
+    fuzz_scope)
+        echo "$ROOT/fuzz/fuzz_scope.c $p/ext-tool-contract/tc_scope.c" \
+            "$p/ext-tool-contract/tc_plugin.c $c/json_*.c" ;;
+    fuzz_event)
+        echo "$ROOT/fuzz/fuzz_event.c $p/ext-world-events/we_validate.c" \
+            "$c/json_*.c" ;;
     *) return 1 ;;
     esac
 }
@@ -60,12 +71,19 @@ corpus_of() {
     fuzz_config) echo config ;;
     fuzz_config_split) echo config_split ;;
     fuzz_rpc_frames) echo rpc_frames ;;
+    fuzz_sse) echo sse ;;
+    fuzz_url) echo url ;;
+    fuzz_scope) echo scope ;;
+    fuzz_event) echo event ;;
     esac
 }
 
 defines_of() {
     case $1 in
     fuzz_config_split) echo "-DFUZZ_CONFIG_SPLIT" ;;
+    fuzz_sse | fuzz_url) echo "-I$ROOT/plugins/transport-http" ;;
+    fuzz_scope) echo "-I$ROOT/plugins/ext-tool-contract" ;;
+    fuzz_event) echo "-I$ROOT/plugins/ext-world-events" ;;
     esac
 }
 

@@ -51,6 +51,7 @@ struct aur__rpc {
     size_t npending;
     int64_t next_id;
     bool closed;
+    struct aur_error close_err; /* why the transport ended, for waiters */
     bool cancelled;
     unsigned gen; /* bumped by reopen: stale queue items are dropped */
     struct aur__rpc_stats stats;
@@ -268,6 +269,8 @@ static void sink_closed(void *ctx, const struct aur_error *why)
     struct aur__rpc *r = ctx;
     pthread_mutex_lock(&r->mu);
     r->closed = true;
+    if (why && why->code != AUR_OK)
+        r->close_err = *why;
     fail_all(r, P_CLOSED);
     pthread_mutex_unlock(&r->mu);
     enqueue(r, NULL, why, false);
@@ -438,6 +441,8 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
     /* Whatever the old connection reported belongs to the old gen. */
     r->gen++;
     r->closed = rc != AUR_OK;
+    if (rc == AUR_OK)
+        aur_error_clear(&r->close_err);
     pthread_mutex_unlock(&r->mu);
     return rc;
 }
@@ -614,7 +619,14 @@ int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
         p->reply = NULL;
         break;
     case P_CLOSED:
-        rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+        /* Keep the transport's reason (e.g. a line over the budget) in
+         * the text: it is what status and the journal show. */
+        if (r->close_err.code != AUR_OK)
+            rc = aur_fail(err, AUR_E_CLOSED, r->close_err.code,
+                          "connection closed: %s (%s)", r->close_err.msg,
+                          aur_rc_word(r->close_err.code));
+        else
+            rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
         break;
     case P_CANCELLED:
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");

@@ -106,6 +106,48 @@ static bool clean_text(const char *s)
     return true;
 }
 
+/*
+ * curl does not always print what it would read back: "https://%33/"
+ * prints as "https://3/", which it then reads as the IPv4 address
+ * 0.0.0.3.  The origin must be that of the URL curl is really given (the
+ * canonical one), so re-read the canonical form until it is a fixed
+ * point (a few passes; a URL that never settles is refused).
+ */
+static int settle(int rc, char **out_url, char origin[HTTP_ORIGIN_SIZE],
+                  struct aur_error *err)
+{
+    if (rc != AUR_OK)
+        return rc; /* *out_url was never set */
+    for (int pass = 0; rc == AUR_OK && pass < 3; pass++) {
+        CURLU *u = curl_url();
+        char *again = NULL;
+        bool same;
+
+        if (!u) {
+            rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+            break;
+        }
+        if (curl_url_set(u, CURLUPART_URL, *out_url,
+                         CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+            rc = aur_fail(err, AUR_E_INVAL, 0, "URL cannot be rebuilt");
+        else
+            rc = check_parsed(u, &again, origin, err);
+        curl_url_cleanup(u);
+        if (rc != AUR_OK)
+            break;
+        same = strcmp(again, *out_url) == 0;
+        free(*out_url);
+        *out_url = again;
+        if (same)
+            return AUR_OK;
+    }
+    if (rc == AUR_OK)
+        rc = aur_fail(err, AUR_E_INVAL, 0, "URL cannot be rebuilt");
+    free(*out_url);
+    *out_url = NULL;
+    return rc;
+}
+
 int http_url_check(const char *url, char **out_url,
                    char origin[HTTP_ORIGIN_SIZE], struct aur_error *err)
 {
@@ -123,7 +165,8 @@ int http_url_check(const char *url, char **out_url,
         CURLUE_OK)
         rc = aur_fail(err, AUR_E_INVAL, 0, "URL does not parse");
     else
-        rc = check_parsed(u, out_url, origin, err);
+        rc = settle(check_parsed(u, out_url, origin, err), out_url, origin,
+                    err);
     curl_url_cleanup(u);
     return rc;
 }
@@ -147,7 +190,8 @@ int http_url_redirect(const char *base, const char *location, char **out_url,
             CURLUE_OK)
         rc = aur_fail(err, AUR_E_INVAL, 0, "redirect Location does not parse");
     else
-        rc = check_parsed(u, out_url, origin, err);
+        rc = settle(check_parsed(u, out_url, origin, err), out_url, origin,
+                    err);
     curl_url_cleanup(u);
     if (rc != AUR_OK && err) {
         /* err->msg cannot be both the format argument and the target. */

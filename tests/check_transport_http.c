@@ -90,6 +90,11 @@ START_TEST(sse_retry_and_id_rules)
     ck_assert_int_eq(p.retry_ms, 2000);
     sse_feed(&p, "id: a\0b\ndata: x\n\n", 17, collect, &c);
     ck_assert_str_eq(c.out, "[message|x|]"); /* id with NUL ignored */
+    /* The line buffer keeps stale bytes from a longer earlier line;
+     * the value is exactly the field's bytes (a CI failure once read
+     * past them). */
+    sse_feed(&p, "data: 123456789\n\nretry: 5\n\n", 27, collect, &c);
+    ck_assert_int_eq(p.retry_ms, 5);
     sse_free(&p);
 }
 END_TEST

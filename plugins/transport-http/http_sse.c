@@ -146,8 +146,13 @@ static int process_line(struct sse_parser *p, sse_cb cb, void *ud)
             p->last_id[vlen] = '\0';
         }
     } else if (flen == 5 && memcmp(l, "retry", 5) == 0) {
-        if (all_digits(val, vlen) && vlen < 10)
-            p->retry_ms = strtol(val, NULL, 10);
+        /* The line buffer is not NUL-terminated: parse exactly vlen. */
+        if (all_digits(val, vlen) && vlen < 10) {
+            long ms = 0;
+            for (size_t i = 0; i < vlen; i++)
+                ms = ms * 10 + (val[i] - '0');
+            p->retry_ms = ms;
+        }
     }
     return SSE_OK; /* unknown fields are ignored */
 }

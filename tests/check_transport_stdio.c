@@ -283,6 +283,127 @@ START_TEST(test_only_std_fds)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Containment: the App dies with the host                            */
+/* ------------------------------------------------------------------ */
+
+/* Reap pid (a child or an orphan reparented to us) within ms. */
+static bool reap_within(pid_t pid, int ms, int *status)
+{
+    int64_t until = t_now() + ms;
+
+    while (t_now() < until) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return true;
+        if (r < 0 && errno != EINTR)
+            return false;
+        sleep_ms(10);
+    }
+    return false;
+}
+
+START_TEST(test_dies_with_killed_host)
+{
+    int pp[2], status;
+    long app = 0;
+    pid_t host;
+
+    /* Orphans come to us instead of init, so we can see how they end. */
+    ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    ck_assert_int_eq(pipe(pp), 0);
+    host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        struct hello h;
+        close(pp[0]);
+        up();
+        /* Naps without reading stdin: the host's death must kill it, not
+         * stdin EOF. */
+        ep_child("ignore-term", NULL);
+        (void)open_ok();
+        h = wait_hello();
+        if (write(pp[1], &h.pid, sizeof h.pid) != (ssize_t)sizeof h.pid)
+            _exit(3);
+        sleep_ms(20000); /* until SIGKILL: no cleanup runs */
+        _exit(4);
+    }
+    close(pp[1]);
+    ck_assert_int_eq(read(pp[0], &app, sizeof app), (ssize_t)sizeof app);
+    close(pp[0]);
+    ck_assert(proc_exists(app));
+    ck_assert_int_eq(kill(host, SIGKILL), 0);
+    ck_assert(reap_within(host, 5000, &status));
+    ck_assert(reap_within((pid_t)app, 5000, &status));
+    ck_assert(WIFSIGNALED(status));
+    ck_assert_int_eq(WTERMSIG(status), SIGKILL);
+}
+END_TEST
+
+static void *open_on_thread(void *arg)
+{
+    *(struct aur_conn **)arg = open_ok();
+    return NULL;
+}
+
+/* PR_SET_PDEATHSIG fires when the forking *thread* ends: an App opened
+ * from a thread that then exits must live on. */
+START_TEST(test_outlives_opening_thread)
+{
+    struct aur_conn *c = NULL;
+    struct json_object *req, *m;
+    struct aur_error err;
+    struct hello h;
+    pthread_t t;
+
+    up();
+    ep_child("echo", NULL);
+    ck_assert_int_eq(pthread_create(&t, NULL, open_on_thread, &c), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_ptr_nonnull(c);
+    h = wait_hello();
+    sleep_ms(200);
+    ck_assert(proc_exists(h.pid));
+    req = rpc("1", 0);
+    ck_assert_int_eq(OPS->send(c, req, t_now() + 2000, &err), AUR_OK);
+    m = wait_method("x", 3000);
+    ck_assert_ptr_nonnull(m); /* the echo of our request */
+    json_object_put(m);
+    json_object_put(req);
+    OPS->close(c, t_now() + 3000);
+}
+END_TEST
+
+START_TEST(test_signal_dispositions_default)
+{
+    char path[64], line[256];
+    struct aur_conn *c;
+    struct hello h;
+    bool seen = false;
+    FILE *f;
+
+    signal(SIGPIPE, SIG_IGN); /* as the host does */
+    up();
+    ep_child("echo", NULL);
+    c = open_ok();
+    h = wait_hello();
+    snprintf(path, sizeof path, "/proc/%ld/status", h.pid);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "SigIgn:", 7) == 0 ||
+            strncmp(line, "SigBlk:", 7) == 0) {
+            ck_assert_msg(strspn(line + 7, "\t 0") == strlen(line + 7) - 1,
+                          "child has %s", line);
+            seen = true;
+        }
+    }
+    fclose(f);
+    ck_assert(seen);
+    OPS->close(c, t_now() + 3000);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Start failures                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -868,6 +989,10 @@ static Suite *stdio_suite(void)
     tcase_add_test(t, test_sigterm_ignored);
     tcase_add_test(t, test_close_deadline);
     tcase_add_test(t, test_escaped_grandchild);
+    t = tc(s, "containment");
+    tcase_add_test(t, test_dies_with_killed_host);
+    tcase_add_test(t, test_outlives_opening_thread);
+    tcase_add_test(t, test_signal_dispositions_default);
     t = tc(s, "child_exit");
     tcase_add_test(t, test_exit_status_once);
     tcase_add_test(t, test_exit_clean);

@@ -30,6 +30,7 @@ struct stdio_state {
     size_t max_line;       /* max_line_bytes: one stdout frame */
     size_t stderr_line;    /* stderr_line_bytes: one logged stderr line */
     int64_t term_grace_ms; /* each escalation step of the shutdown */
+    struct stdio_spawner *spawner; /* own lock; see stdio_exec.c */
 };
 
 /*
@@ -103,6 +104,34 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
  * process group) within dl as documented in stdio_plugin.c, reap, join
  * the I/O thread and free ch.  Bounded even when dl has passed. */
 void stdio_child_stop(struct stdio_child *ch, aur_deadline dl);
+
+/* ---- stdio_exec.c -------------------------------------------------- */
+
+/* One fork+exec, filled by the caller; everything is borrowed and must
+ * outlive stdio_spawner_run. */
+struct stdio_exec_job {
+    char *const *argv, *const *envp;
+    const char *cwd;           /* NULL: the host's */
+    int fd_in, fd_out, fd_err; /* become the child's 0, 1, 2 */
+    pid_t pid;                 /* out: the child, its own group leader */
+    /* private to stdio_exec.c */
+    char *path;
+    int rc;
+    bool done;
+};
+
+struct stdio_spawner;
+
+/* Create the spawner (its thread starts on the first run).  0 or errno. */
+int stdio_spawner_create(struct stdio_spawner **out);
+/* Stop and join the thread; no run may be in progress.  NULL is a no-op. */
+void stdio_spawner_destroy(struct stdio_spawner *sp);
+/* Resolve command against the host's PATH and start it on the spawner
+ * thread, with PR_SET_PDEATHSIG(SIGKILL), a new process group, default
+ * signal dispositions and only fds 0..2 open.  Any thread; serialised.
+ * 0 (j->pid set) or the errno of the step that failed. */
+int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
+                      struct stdio_exec_job *j);
 
 /* ---- stdio_io.c ---------------------------------------------------- */
 

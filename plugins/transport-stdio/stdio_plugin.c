@@ -87,8 +87,10 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
     if (rc != AUR_OK)
         return rc;
     st = calloc(1, sizeof *st);
-    if (!st)
+    if (!st || stdio_spawner_create(&st->spawner) != 0) {
+        free(st);
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
     st->host = host;
     st->self = self;
     st->max_line = (size_t)max_line;
@@ -98,7 +100,14 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
     return AUR_OK;
 }
 
-static void stdio_fini(void *state) { free(state); }
+/* Every connection is closed by now, so no spawn is in progress. */
+static void stdio_fini(void *state)
+{
+    struct stdio_state *st = state;
+
+    stdio_spawner_destroy(st->spawner);
+    free(st);
+}
 
 /* ------------------------------------------------------------------ */
 /* Connections                                                        */

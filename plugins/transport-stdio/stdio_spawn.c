@@ -3,9 +3,8 @@
  *
  * The child runs in its own process group with only its three pipes open
  * and the environment of aurora-semantics.md §4.4 (safe base plus the
- * App's whitelist, nothing else).  posix_spawnp reports a failed chdir or
- * exec as its return value (glibc's clone-based spawn passes the child's
- * errno back), so a failed start never looks like a started App.
+ * App's whitelist, nothing else).  stdio_exec.c does the fork and exec
+ * (and makes the App die with the host).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -14,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,42 +155,22 @@ static void child_free(struct stdio_child *ch)
 static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
 {
     const struct aur_conn *c = ch->conn;
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, all;
+    struct stdio_exec_job j = {
+        .argv = c->argv,
+        .cwd = c->cwd,
+        .fd_in = in[0],
+        .fd_out = out[1],
+        .fd_err = errp[1],
+    };
     char **envp = env_build(c);
     int rc;
 
     if (!envp)
         return ENOMEM;
-    sigemptyset(&none);
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&at);
-    /* The host ignores SIGPIPE; an App must not inherit that. */
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-                                      POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setsigmask(&at, &none);
-    posix_spawnattr_setsigdefault(&at, &all);
-    rc = posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+    j.envp = envp;
+    rc = stdio_spawner_run(c->st->spawner, c->command, &j);
     if (rc == 0)
-        rc = posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    if (rc == 0)
-        rc = posix_spawn_file_actions_adddup2(&fa, errp[1], STDERR_FILENO);
-    if (rc == 0 && c->cwd)
-        rc = posix_spawn_file_actions_addchdir_np(&fa, c->cwd);
-    if (rc == 0) /* whatever else the host has open without CLOEXEC */
-        rc = posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
-    /* PATH lookup uses the host's PATH, as execvp does; envp is only what
-     * the child gets. */
-    if (rc == 0)
-        rc = posix_spawnp(&ch->pid, c->command, &fa, &at, c->argv, envp);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
+        ch->pid = j.pid;
     env_free(envp);
     return rc;
 }

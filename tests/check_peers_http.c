@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +36,7 @@ static char *dir, *logpath, *script2, *script1;
 static pid_t srv_pid = -1;
 static int srv_in = -1;
 static int srv_port;
+static int app_timeout_s = 20; /* timeout_seconds of the App */
 
 static int64_t now_ms(void)
 {
@@ -58,6 +62,11 @@ static void make_certs(void)
             "basicConstraints=CA:FALSE\n"
             "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
             "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
+    /* Same CA, but a certificate for another host (wrong.pem/key). */
+    h_write(dir, "wrong.cnf",
+            "basicConstraints=CA:FALSE\n"
+            "subjectAltName=DNS:wrong.example,IP:192.0.2.7\n"
+            "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
     sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
        "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-peers-ca "
        "-addext basicConstraints=critical,CA:TRUE "
@@ -66,6 +75,10 @@ static void make_certs(void)
        "-keyout srv.key -out srv.csr -subj /CN=127.0.0.1");
     sh("openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
        "-CAcreateserial -out srv.pem -days 2 -extfile ext.cnf");
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+       "-keyout wrong.key -out wrong.csr -subj /CN=wrong.example");
+    sh("openssl x509 -req -in wrong.csr -CA ca.pem -CAkey ca.key "
+       "-CAcreateserial -out wrong.pem -days 2 -extfile wrong.cnf");
 }
 
 static void setup(void)
@@ -80,6 +93,7 @@ static void setup(void)
     script1 = h_src("tests/peers/sdk1-http-server.mjs");
     make_certs();
     unsetenv(TOKEN_ENV);
+    app_timeout_s = 20;
 }
 
 static void server_stop(void)
@@ -115,7 +129,8 @@ static void teardown(void)
 
 /* Starts `node script --cert --key --log <opts>` in its own process group
  * and waits (bounded) for its "PORT <n>" line. */
-static void server_start(const char *script, const char *const *opts)
+static void server_start_as(const char *script, const char *const *opts,
+                            const char *certname)
 {
     const char *argv[40];
     char *cert, *key, *errpath, buf[128];
@@ -123,8 +138,8 @@ static void server_start(const char *script, const char *const *opts)
     int in[2], out[2];
     int64_t end;
 
-    ck_assert(asprintf(&cert, "%s/srv.pem", dir) > 0);
-    ck_assert(asprintf(&key, "%s/srv.key", dir) > 0);
+    ck_assert(asprintf(&cert, "%s/%s.pem", dir, certname) > 0);
+    ck_assert(asprintf(&key, "%s/%s.key", dir, certname) > 0);
     ck_assert(asprintf(&errpath, "%s/server.err", dir) > 0);
     argv[n++] = "node";
     argv[n++] = script;
@@ -181,6 +196,11 @@ static void server_start(const char *script, const char *const *opts)
     free(errpath);
 }
 
+static void server_start(const char *script, const char *const *opts)
+{
+    server_start_as(script, opts, "srv");
+}
+
 /* host.ini with both transports, and one streamable_http App at the
  * running server.  with_ca: ca_file = ca.pem; auth: auth_env set. */
 static void write_config(bool with_ca, bool auth)
@@ -198,9 +218,9 @@ static void write_config(bool with_ca, bool auth)
     free(text);
     ck_assert(asprintf(&text,
                        "[app]\npackage = org.test.peer\nenabled = true\n"
-                       "transport = streamable_http\ntimeout_seconds = 20\n"
+                       "transport = streamable_http\ntimeout_seconds = %d\n"
                        "[http]\nurl = https://127.0.0.1:%d/mcp\n%s%s",
-                       srv_port, with_ca ? "ca_file = ca.pem\n" : "",
+                       app_timeout_s, srv_port, with_ca ? "ca_file = ca.pem\n" : "",
                        auth ? "auth_env = " TOKEN_ENV "\n" : "") > 0);
     h_write(dir, "apps.d/peer.ini", text);
     free(text);
@@ -622,6 +642,125 @@ START_TEST(untrusted_ca_fails_connect)
 }
 END_TEST
 
+/* A call whose connection dies, whose SSE stream ends mid-event, or whose
+ * stream goes silent reached the server: its effect is unknown, and the
+ * host goes on serving other calls on new connections. */
+static void call_fault_is_unknown(const char *fault, const char *needle)
+{
+    char opt[64];
+    const char *opts[] = {"--fault-for", opt, NULL};
+    struct aur_startup_error serr;
+    char *c;
+    int rc;
+
+    snprintf(opt, sizeof opt, "tools/call=%s", fault);
+    app_timeout_s = 3;
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s%s", serr.phase, serr.message,
+                  server_said());
+    int64_t t0 = now_ms();
+    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"x\"}",
+                          &c),
+                     AUR_CALL_UNKNOWN);
+    ck_assert_msg(strstr(c, needle), "%s: %s", fault, c);
+    /* Bounded by the App's timeout, whatever the fault. */
+    ck_assert_int_lt(now_ms() - t0, app_timeout_s * 1000 + 3000);
+    free(c);
+    /* One tools/call reached the server: never retried. */
+    struct json_object *log = read_log();
+    int first = find_method(log, "tools/call", 0);
+    ck_assert_int_ge(first, 0);
+    ck_assert_int_lt(find_method(log, "tools/call", first + 1), 0);
+    json_object_put(log);
+    aur_mcp_destroy(h);
+}
+
+START_TEST(reset_during_call_is_unknown)
+{
+    call_fault_is_unknown("reset", "transport");
+}
+END_TEST
+
+START_TEST(truncated_sse_during_call_is_unknown)
+{
+    call_fault_is_unknown("truncate", "stream ended before the response");
+}
+END_TEST
+
+START_TEST(stalled_sse_during_call_is_unknown)
+{
+    call_fault_is_unknown("stall", "time");
+}
+END_TEST
+
+/* A reset on the probe is an outage, not a legacy server. */
+START_TEST(reset_at_probe_fails_connect)
+{
+    const char *opts[] = {"--fault-for", "server/discover=reset", NULL};
+    struct aur_startup_error serr;
+    int rc;
+
+    server_start(script2, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_int_ne(rc, AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_str_eq(serr.app, "org.test.peer");
+    struct json_object *log = read_log();
+    ck_assert_int_lt(find_method(log, "initialize", 0), 0);
+    json_object_put(log);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+/* A listener that accepts TCP and never speaks TLS: startup fails in
+ * connect at the App's deadline, not later. */
+START_TEST(tls_stall_fails_connect_at_deadline)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sl = sizeof sa;
+    struct aur_startup_error serr;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc;
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(fd, 8), 0); /* the kernel completes TCP */
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    srv_port = ntohs(sa.sin_port);
+    app_timeout_s = 2;
+    int64_t t0 = now_ms();
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    int64_t took = now_ms() - t0;
+    ck_assert_int_ne(rc, AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_int_ge(took, 1500);
+    ck_assert_int_lt(took, 6000);
+    aur_mcp_destroy(h);
+    close(fd);
+}
+END_TEST
+
+/* A certificate from the trusted CA, but for another host: refused
+ * before any request is sent. */
+START_TEST(wrong_host_certificate_fails_connect)
+{
+    struct aur_startup_error serr;
+    int rc;
+
+    server_start_as(script2, NULL, "wrong");
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_int_ne(rc, AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_msg(strstr(serr.message, "certificate") ||
+                      strstr(serr.message, "SSL"),
+                  "%s", serr.message);
+    struct json_object *log = read_log();
+    ck_assert_int_eq((int)json_object_array_length(log), 0);
+    json_object_put(log);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 START_TEST(sdk2_runtime_list_changed_over_listen)
 {
     const char *opts[] = {"--change-on-call", NULL};
@@ -665,6 +804,12 @@ static Suite *suite(void)
     tcase_add_test(tc, server_5xx_at_startup_fails_connect);
     tcase_add_test(tc, server_5xx_during_call_is_unknown);
     tcase_add_test(tc, sdk2_runtime_list_changed_over_listen);
+    tcase_add_test(tc, reset_during_call_is_unknown);
+    tcase_add_test(tc, truncated_sse_during_call_is_unknown);
+    tcase_add_test(tc, stalled_sse_during_call_is_unknown);
+    tcase_add_test(tc, reset_at_probe_fails_connect);
+    tcase_add_test(tc, tls_stall_fails_connect_at_deadline);
+    tcase_add_test(tc, wrong_host_certificate_fails_connect);
     suite_add_tcase(s, tc);
     return s;
 }

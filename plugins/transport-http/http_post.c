@@ -40,6 +40,7 @@ struct xfer {
     bool established;  /* listen: a notification arrived on the stream */
     bool too_big;
     bool done; /* we ended the body on purpose */
+    size_t body_off; /* request body bytes handed to curl */
 };
 
 int http_curl_init(struct http_curl *hc)
@@ -540,6 +541,30 @@ static bool reached(struct xfer *x, CURLcode cc)
     }
 }
 
+/* The request body goes through a read callback, not POSTFIELDS, and
+ * cannot be rewound: libcurl silently re-sends a request whose reused
+ * keep-alive connection died, and a tools/call must never be sent twice.
+ * Without a rewind the exchange fails (CURLE_SEND_FAIL_REWIND) and the
+ * caller reports it as delivered, i.e. unknown. */
+static size_t read_body(char *dst, size_t size, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t left = x->j->len - x->body_off, k = size * n < left ? size * n
+                                                                : left;
+
+    memcpy(dst, x->j->body + x->body_off, k);
+    x->body_off += k;
+    return k;
+}
+
+static int no_rewind(void *ud, curl_off_t off, int origin)
+{
+    (void)ud;
+    (void)off;
+    (void)origin;
+    return CURL_SEEKFUNC_CANTSEEK;
+}
+
 static int setup(struct http_curl *hc, struct xfer *x, const char *url,
                  bool same_origin, struct curl_slist **hdrs, char *errbuf)
 {
@@ -589,7 +614,10 @@ static int setup(struct http_curl *hc, struct xfer *x, const char *url,
     } else if (j->kind == J_DELETE) {
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
     } else {
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, read_body);
+        curl_easy_setopt(e, CURLOPT_READDATA, x);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, no_rewind);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->len);
     }
     return AUR_OK;
@@ -718,6 +746,9 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
             if (!x.got_response)
                 synth(&x, delivered, "transport: %s",
                       timed_out ? "no response before the deadline"
+                      : cc == CURLE_SEND_FAIL_REWIND
+                          ? "the connection was lost after the request "
+                            "was sent (never re-sent)"
                       : errbuf[0] ? errbuf
                                   : curl_easy_strerror(cc));
             after(&x);

@@ -10,6 +10,7 @@
 //   [--name NAME] [--instructions TEXT] [--change-after-list]
 //   [--change-during-list K] [--change-on-call] [--exit-on-call]
 //   [--require-bearer TOKEN] [--status-for METHOD=CODE]
+//   [--fault-for METHOD=reset|truncate|stall]
 // --log writes one line per HTTP request (see http-common.mjs); the
 // list_changed options publish on the handler's listen bus, so they reach
 // open subscriptions/listen streams only.
@@ -27,10 +28,19 @@ const opts = parseOptions(process.argv.slice(2), {
     // --status-for METHOD=CODE: answer that JSON-RPC method with this bare
     // HTTP status and a text body (no JSON-RPC), e.g. tools/call=503.
     'status-for': { type: 'string', multiple: true },
+    // --fault-for METHOD=reset|truncate|stall: break the exchange of that
+    // JSON-RPC method: destroy the connection without an answer, end an
+    // SSE stream in the middle of the response event, or open the stream
+    // and never write to it.
+    'fault-for': { type: 'string', multiple: true },
 });
 const statusFor = new Map((opts.raw['status-for'] ?? []).map((s) => {
     const i = s.lastIndexOf('=');
     return [s.slice(0, i), Number(s.slice(i + 1))];
+}));
+const faultFor = new Map((opts.raw['fault-for'] ?? []).map((s) => {
+    const i = s.lastIndexOf('=');
+    return [s.slice(0, i), s.slice(i + 1)];
 }));
 const log = makeHttpLogger(opts.log);
 const tools = buildTools(opts);
@@ -125,6 +135,19 @@ listenHttps(opts, async (req, res) => {
     if (msg && statusFor.has(msg.method)) {
         res.writeHead(statusFor.get(msg.method), { 'content-type': 'text/plain' });
         res.end('injected failure\n');
+        return;
+    }
+    if (msg && faultFor.has(msg.method)) {
+        const fault = faultFor.get(msg.method);
+        if (fault === 'reset') {
+            req.socket.destroy();
+            return;
+        }
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+        if (fault === 'truncate')
+            res.end(`data: {"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"res`);
+        // stall: the stream stays open and silent until the client leaves
         return;
     }
     const ac = new AbortController();

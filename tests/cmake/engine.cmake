@@ -24,4 +24,9 @@ if(TARGET aurora-mcp-cli)
   add_test(NAME cli_test COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli_test.sh
            ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
   set_tests_properties(cli_test PROPERTIES TIMEOUT 300)
+  # Canary values in a token and a non-whitelisted variable: zero hits in
+  # any output, log, status or journal.
+  add_test(NAME secrets_test COMMAND bash ${CMAKE_SOURCE_DIR}/tests/secrets_test.sh
+           ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(secrets_test PROPERTIES TIMEOUT 300)
 endif()

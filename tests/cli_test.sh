@@ -77,7 +77,9 @@ addapp "$T/d" a.ini org.test.cli 5 --era modern --call-error -32602
 
 # --- serve ---------------------------------------------------------------
 mkcfg "$T/s"
-addapp "$T/s" 1-slow.ini org.test.slow 5 --era modern --call-delay-ms 600
+# The slow answer is 1.5 s away: the fast one overtakes it even on a
+# loaded machine.
+addapp "$T/s" 1-slow.ini org.test.slow 5 --era modern --call-delay-ms 1500
 addapp "$T/s" 2-fast.ini org.test.fast 5 --era modern
 out=$(
     {
@@ -108,18 +110,22 @@ expect_has "$out" '{"id":9,"result":{}}' "shutdown answer"
 case "$out" in *'"id":10'*) bad "request after shutdown answered" ;; *) ok ;; esac
 
 # SIGTERM while a call is in flight: it answers unknown, exit 0, no child.
+# The call is certainly in flight: the App has logged it (waited for, not
+# slept for) and answers only 3 s later.
+mkcfg "$T/t"
+addapp "$T/t" a.ini org.test.slow 5 --era modern --call-delay-ms 3000
 mkfifo "$T/in"
-"$BIN" serve -c "$T/s" <"$T/in" >"$T/serve.out" 2>/dev/null &
+"$BIN" serve -c "$T/t" <"$T/in" >"$T/serve.out" 2>/dev/null &
 pid=$!
 exec 7>"$T/in"
-for _ in $(seq 50); do grep -q ready "$T/serve.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q ready "$T/serve.out" 2>/dev/null && break; sleep 0.1; done
 echo '{"id":5,"op":"call","tool":"aur.mcp.org.test.slow.t0000","arguments":{}}' >&7
-sleep 0.2
+for _ in $(seq 300); do grep -q '^tools/call ' "$T/t/server.log" 2>/dev/null && break; sleep 0.05; done
 kill -TERM "$pid"
 wait "$pid"; expect_eq $? 0 "serve SIGTERM exit"
 exec 7>&-
 expect_has "$(cat "$T/serve.out")" '{"id":5,"result":{"status":"unknown"' "in-flight call unknown on SIGTERM"
-expect_eq "$(leftover "$T/s")" 0 "no child after SIGTERM"
+expect_eq "$(leftover "$T/t")" 0 "no child after SIGTERM"
 
 # --- journal ---------------------------------------------------------------
 out=$("$BIN" journal -c "$T/a" --scope aurora:mcp:org.test.cli)
@@ -128,6 +134,14 @@ n=$(echo "$out" | wc -l)
 last=$(echo "$out" | tail -1 | sed 's/^{"seq":\([0-9]*\).*/\1/')
 expect_eq "$("$BIN" journal -c "$T/a" --after "$last" | wc -l)" 0 "journal --after"
 [ "$n" -ge 3 ] && ok || bad "journal has $n lines"
+
+# A journal that cannot be opened: code journal_error, exit 1, no child.
+mkcfg "$T/j"
+addapp "$T/j" a.ini org.test.jerr 5 --era modern
+printf 'not a directory\n' >"$T/j/data"
+out=$("$BIN" discover -c "$T/j" 2>/dev/null); expect_eq $? 1 "journal error exit"
+expect_has "$out" '"code":"journal_error"' "journal error code"
+expect_eq "$(leftover "$T/j")" 0 "no child after a journal error"
 
 # --- plugin-info ---------------------------------------------------------------
 out=$("$BIN" plugin-info "$PLUG/transport-stdio.so"); expect_eq $? 0 "plugin-info"

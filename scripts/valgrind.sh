@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# memcheck over the integration suites and the parsers: no errors and no
+# definite leaks in the host (Apps and peers it starts are not traced; a
+# forked Check test stays under valgrind, so each test counts).
+# usage: scripts/valgrind.sh [BUILD_DIR] [SUITE...]   (after scripts/build.sh)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${1:-build}
+shift || true
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(check_startup check_calls check_faults
+    check_ext_world_events_host check_ext_tool_contract_host check_peers
+    check_peers_http check_journal check_config check_jsonx check_oom)
+# Check's per-test timeouts stretch under valgrind; assertions do not.
+export CK_TIMEOUT_MULTIPLIER=6 AUR_TEST_TIME_SCALE=4
+fail=0
+for s in "${suites[@]}"; do
+    log=$(mktemp /tmp/aur-valgrind-XXXXXX)
+    t0=$(date +%s)
+    valgrind --error-exitcode=9 --leak-check=full \
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+        --trace-children=no "$B/tests/$s" >"$log" 2>&1
+    rc=$?
+    errs=$(grep -c '== ERROR SUMMARY: [1-9]' "$log")
+    printf 'valgrind %-32s rc=%d  %3ds  %s\n' "$s" "$rc" "$(($(date +%s) - t0))" \
+        "$(grep -E '^[0-9]+%: Checks' "$log" | tail -1)"
+    if [ "$rc" != 0 ] || [ "$errs" != 0 ]; then
+        grep -v 'unhandled amd64-linux syscall: 434\|README_MISSING_SYSCALL\|write your own handler\|consider this a bug\|valgrind.org/support' "$log" | tail -60
+        fail=1
+    fi
+    rm -f "$log"
+done
+exit $fail

@@ -119,6 +119,13 @@ static const struct aur__key_rule mcp_rules[] = {
     {"enabled", false, false},   {"start_concurrency", false, false},
     {"max_pages", false, false}, {"max_tools", false, false},
     {"max_relist", false, false},
+    /* the budgets, also allowed per App in [app] */
+    {"max_notifications_per_second", false, false},
+    {"notification_burst", false, false},
+    {"max_schema_bytes", false, false},
+    {"max_schema_depth", false, false},
+    {"max_description_bytes", false, false},
+    {"max_result_bytes", false, false},
 };
 
 static bool plugin_name_ok(const char *s, size_t n)
@@ -237,6 +244,54 @@ static const struct int_key mcp_ints[] = {
     {"max_relist", 0, 100, 3},
 };
 
+/*
+ * The per-App budgets (docs/budgets.md has the reasons for each default).
+ * The notification budget is a token bucket: notification_burst messages
+ * at once, max_notifications_per_second on average after that.
+ */
+static const struct budget_key {
+    const char *key;
+    int64_t lo, hi, dflt;
+    size_t off;
+} budget_keys[] = {
+    {"max_notifications_per_second", 1, 1000000, 1000,
+     offsetof(struct aur__budgets, notify_rate)},
+    {"notification_burst", 1, 100000000, 250000,
+     offsetof(struct aur__budgets, notify_burst)},
+    {"max_schema_bytes", 16, 1073741824, 1048576,
+     offsetof(struct aur__budgets, schema_bytes)},
+    {"max_schema_depth", 1, 128, 64,
+     offsetof(struct aur__budgets, schema_depth)},
+    {"max_description_bytes", 1, 1073741824, 65536,
+     offsetof(struct aur__budgets, desc_bytes)},
+    {"max_result_bytes", 1, 1073741824, 4194304,
+     offsetof(struct aur__budgets, result_bytes)},
+};
+
+void aur__budgets_default(struct aur__budgets *b)
+{
+    for (size_t i = 0; i < AUR__ARRAY_LEN(budget_keys); i++)
+        *(int64_t *)((char *)b + budget_keys[i].off) = budget_keys[i].dflt;
+}
+
+int aur__budgets_parse(struct aur__cfg_ctx *ctx, const char *file,
+                       const struct aur__ini_sec *sec, struct aur__budgets *b)
+{
+    for (size_t i = 0; sec && i < AUR__ARRAY_LEN(budget_keys); i++) {
+        const struct budget_key *bk = &budget_keys[i];
+        const struct aur__kv *kv = aur__sec_kv(sec, bk->key);
+        int64_t v;
+        if (!kv)
+            continue;
+        if (!aur__parse_int(kv->value, bk->lo, bk->hi, &v))
+            return aur__cfg_fail(ctx, file, kv->line, kv->key,
+                                 "must be an integer in %lld..%lld",
+                                 (long long)bk->lo, (long long)bk->hi);
+        *(int64_t *)((char *)b + bk->off) = v;
+    }
+    return AUR_OK;
+}
+
 static int mcp_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
                        const struct aur__ini_sec *sec)
 {
@@ -246,6 +301,7 @@ static int mcp_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
     int rc;
 
     c->mcp_enabled = true;
+    aur__budgets_default(&c->budgets);
     for (i = 0; i < AUR__ARRAY_LEN(mcp_ints); i++)
         v[i] = mcp_ints[i].dflt;
     if (sec) {
@@ -268,6 +324,9 @@ static int mcp_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
                                      "must be an integer in %lld..%lld",
                                      (long long)ik->lo, (long long)ik->hi);
         }
+        rc = aur__budgets_parse(ctx, HOST_FILE, sec, &c->budgets);
+        if (rc != AUR_OK)
+            return rc;
     }
     c->start_concurrency = (int)v[0];
     c->max_pages = (int)v[1];

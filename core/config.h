@@ -32,6 +32,21 @@ enum aur__event_mode {
     AUR__EV_LEGACY = 2,
 };
 
+/*
+ * What one App may make the host spend, beyond the frame and JSON depth
+ * bounds of the transports (docs/budgets.md).  [mcp] in host.ini sets the
+ * defaults; the same keys in an App's [app] section override them for
+ * that App.
+ */
+struct aur__budgets {
+    int64_t notify_rate;  /* max_notifications_per_second */
+    int64_t notify_burst; /* notification_burst */
+    int64_t schema_bytes; /* max_schema_bytes (canonical JSON, per schema) */
+    int64_t schema_depth; /* max_schema_depth */
+    int64_t desc_bytes;   /* max_description_bytes */
+    int64_t result_bytes; /* max_result_bytes */
+};
+
 struct aur__app_cfg {
     char *file; /* the ini file, as shown in errors */
     char *package;
@@ -40,6 +55,7 @@ struct aur__app_cfg {
     double timeout_s;
     int64_t timeout_ms; /* ceil(timeout_s * 1000), >= 1 */
     enum aur__event_mode event_mode;
+    struct aur__budgets budgets; /* [mcp] defaults + [app] overrides */
     /* stdio */
     char *command;
     char **args; /* nargs, order kept */
@@ -82,6 +98,7 @@ struct aur__config {
     int max_pages;             /* default 1024 */
     int max_tools;             /* default 10000 */
     int max_relist;            /* re-pagings after a change, default 3 */
+    struct aur__budgets budgets; /* defaults for every App */
     /* per-plugin sections of host.ini, e.g. [transport-stdio] */
     struct aur_cfg *plugin_sections;
     size_t nplugin_sections;

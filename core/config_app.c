@@ -28,6 +28,13 @@ static const struct aur__key_rule app_rules[] = {
     {"package", true, false},         {"enabled", true, false},
     {"transport", true, false},       {"timeout_seconds", true, false},
     {"event_mode", false, false},
+    /* budget overrides for this App ([mcp] has the defaults) */
+    {"max_notifications_per_second", false, false},
+    {"notification_burst", false, false},
+    {"max_schema_bytes", false, false},
+    {"max_schema_depth", false, false},
+    {"max_description_bytes", false, false},
+    {"max_result_bytes", false, false},
 };
 static const struct aur__key_rule stdio_rules[] = {
     {"command", true, false},
@@ -412,6 +419,11 @@ static int parse_app(struct app_doc *d)
     if (a->timeout_ms < 1)
         a->timeout_ms = 1;
 
+    a->budgets = d->c->budgets;
+    rc = aur__budgets_parse(d->ctx, d->ini->file, d->app, &a->budgets);
+    if (rc != AUR_OK)
+        return rc;
+
     a->event_mode = AUR__EV_DISABLED;
     if ((kv = aur__sec_kv(d->app, "event_mode"))) {
         if (strcmp(kv->value, "disabled") == 0)
@@ -477,6 +489,12 @@ static int parse_stdio(struct app_doc *d)
         if (!aur__valid_env_name(x->value))
             return fail_kv(d, x, "must be an environment variable name "
                                  "[A-Za-z_][A-Za-z0-9_]*");
+        if (aur__env_name_denied(x->value))
+            return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
+                                 "%s can make the App's loader or "
+                                 "interpreter run foreign code; it is "
+                                 "never passed to an App",
+                                 x->value);
         for (j = 0; j < i; j++)
             if (strcmp(d->ep->cfg.kv[j].key, "env") == 0 &&
                 strcmp(d->ep->cfg.kv[j].value, x->value) == 0)

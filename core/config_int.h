@@ -93,6 +93,17 @@ const char *aur__rel_path_problem(char *path);
 /* dir + "/" + rel, malloc'd; NULL on ENOMEM. */
 char *aur__path_join(const char *dir, const char *rel);
 
+/*
+ * The budget keys (struct aur__budgets, config.c): set *b to the built-in
+ * defaults, or read the keys present in sec (file names it in errors) over
+ * what *b holds.  A value out of range is a config error naming the line
+ * and the key.
+ */
+void aur__budgets_default(struct aur__budgets *b);
+int aur__budgets_parse(struct aur__cfg_ctx *ctx, const char *file,
+                       const struct aur__ini_sec *sec,
+                       struct aur__budgets *b);
+
 /* apps.d (config_app.c) and agents.ini (config_agents.c). */
 int aur__config_load_apps(struct aur__cfg_ctx *ctx, struct aur__config *c);
 int aur__config_load_agents(struct aur__cfg_ctx *ctx, struct aur__config *c);

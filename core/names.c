@@ -11,6 +11,8 @@
 
 #include "names.h"
 
+#include <string.h>
+
 static bool is_lower(int c) { return c >= 'a' && c <= 'z'; }
 static bool is_upper(int c) { return c >= 'A' && c <= 'Z'; }
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
@@ -84,6 +86,32 @@ bool aur__valid_env_name(const char *s)
         if (!is_alnum((unsigned char)*s) && *s != '_')
             return false;
     return true;
+}
+
+/* Variables that make a loader, interpreter or shell run code the App
+ * did not ship (aurora-semantics.md §4.4): never passed, even when an
+ * App whitelists them; config loading is the one gate. */
+static const char *const env_denied_prefix[] = {"LD_", "DYLD_",
+                                                "BASH_FUNC_"};
+static const char *const env_denied[] = {
+    "BASH_ENV",     "ENV",          "GCONV_PATH",       "GLIBC_TUNABLES",
+    "HOSTALIASES",  "IFS",          "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS",
+    "LOCPATH",      "NLSPATH",      "NODE_OPTIONS",     "NODE_PATH",
+    "PERL5LIB",     "PERL5OPT",     "PERLLIB",          "PYTHONHOME",
+    "PYTHONPATH",   "PYTHONSTARTUP", "RUBYLIB",         "RUBYOPT",
+    "_JAVA_OPTIONS"};
+
+bool aur__env_name_denied(const char *s)
+{
+    for (size_t i = 0; i < sizeof env_denied_prefix / sizeof *env_denied_prefix;
+         i++)
+        if (strncmp(s, env_denied_prefix[i], strlen(env_denied_prefix[i])) ==
+            0)
+            return true;
+    for (size_t i = 0; i < sizeof env_denied / sizeof *env_denied; i++)
+        if (strcmp(s, env_denied[i]) == 0)
+            return true;
+    return false;
 }
 
 bool aur__valid_event_id(const char *s)

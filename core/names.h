@@ -15,6 +15,9 @@ bool aur__valid_raw_name(const char *s);
 bool aur__valid_builtin_id(const char *s);
 /* [A-Za-z_][A-Za-z0-9_]* */
 bool aur__valid_env_name(const char *s);
+/* A loader-hijack variable (LD_*, DYLD_*, NODE_OPTIONS, PYTHONPATH, ...)
+ * that no App may be given. */
+bool aur__env_name_denied(const char *s);
 /* §1.5: non-empty, no surrounding (Python) whitespace, <= 256 code
  * points, no U+0000..U+001F, valid UTF-8. */
 bool aur__valid_scope(const char *s);

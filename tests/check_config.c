@@ -712,6 +712,19 @@ static const struct bad bads[] = {
      "apps.d/a.ini", 12, "env"},
     {"duplicate env", NULL, APP_STDIO "env = CLOCK_TOKEN\n", NULL, NULL, NULL,
      "apps.d/a.ini", 12, "env"},
+    {"env LD_PRELOAD", NULL, APP_STDIO "env = LD_PRELOAD\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env LD_LIBRARY_PATH", NULL, APP_STDIO "env = LD_LIBRARY_PATH\n", NULL,
+     NULL, NULL, "apps.d/a.ini", 12, "env"},
+    {"env DYLD_INSERT_LIBRARIES", NULL,
+     APP_STDIO "env = DYLD_INSERT_LIBRARIES\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
+    {"env NODE_OPTIONS", NULL, APP_STDIO "env = NODE_OPTIONS\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env PYTHONPATH", NULL, APP_STDIO "env = PYTHONPATH\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env BASH_ENV", NULL, APP_STDIO "env = BASH_ENV\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
     {"missing working_dir", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
      "[stdio]\ncommand = x\n", NULL, NULL, NULL, "apps.d/a.ini", 6,
      "working_dir"},
@@ -892,6 +905,12 @@ START_TEST(message_format)
     ck_assert_int_eq(aur__config_load("/nonexistent/aur-config", &c, &diag,
                                       &err), AUR_E_CONFIG);
     ck_assert_str_eq(diag.file, "/nonexistent/aur-config");
+    /* A denied variable is named, with the reason. */
+    put("apps.d/clock.ini", APP_STDIO "env = NODE_OPTIONS\n");
+    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_msg(strstr(err.msg, "apps.d/clock.ini:12: env: NODE_OPTIONS ") &&
+                      strstr(err.msg, "never passed to an App"),
+                  "%s", err.msg);
 }
 END_TEST
 

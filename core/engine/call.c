@@ -45,6 +45,49 @@ static void set_out_take(struct aur_tool_output *out, enum aur_call_status s,
     out->content = text;
 }
 
+/*
+ * A deep copy of the declared scopes for each call: json_object_deep_copy
+ * looks every key up again and gives each array 32 slots; these keys come
+ * from an object, so they are new, and the arrays get their exact size.
+ * Anything but objects, arrays and strings is copied by json-c.
+ */
+static struct json_object *copy_scopes(struct json_object *v)
+{
+    struct json_object *c;
+
+    switch (json_object_get_type(v)) {
+    case json_type_null:
+        return NULL;
+    case json_type_string:
+        c = json_object_new_string_len(json_object_get_string(v),
+                                       json_object_get_string_len(v));
+        break;
+    case json_type_array: {
+        size_t n = json_object_array_length(v);
+        c = json_object_new_array_ext(n ? (int)n : 1);
+        for (size_t i = 0; c && i < n; i++)
+            if (json_object_array_add(
+                    c, copy_scopes(json_object_array_get_idx(v, i))) != 0)
+                abort();
+        break;
+    }
+    case json_type_object:
+        c = json_object_new_object();
+        json_object_object_foreach(v, k, val) {
+            if (!c || json_object_object_add_ex(
+                          c, k, copy_scopes(val),
+                          JSON_C_OBJECT_ADD_KEY_IS_NEW) != 0)
+                abort();
+        }
+        break;
+    default:
+        return aur__json_copy(v);
+    }
+    if (!c)
+        abort(); /* as aur__json_copy: only on allocation failure */
+    return c;
+}
+
 static int resolve_scopes(struct aur__tool *t, struct json_object *args,
                           struct json_object **scopes, struct aur_error *err)
 {
@@ -52,7 +95,7 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
     struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
     struct json_object *s = NULL;
 
-    s = aur__json_copy(t->scopes);
+    s = copy_scopes(t->scopes);
     for (size_t i = 0; i < app->next; i++) {
         struct aur__ext_session *x = &app->ext[i];
         int rc;
@@ -337,31 +380,49 @@ static void map_rpc_error(struct json_object *reply,
  * once per App and the arguments go through the canonical serialiser,
  * which only reads the caller's object (json-c's printer caches into it,
  * and it may be shared with other threads).  The raw name needs no
- * escaping: its grammar is [A-Za-z][A-Za-z0-9_-]*.
+ * escaping: its grammar is [A-Za-z][A-Za-z0-9_-]*.  Small requests are
+ * put together on the stack.
  */
 static int send_call(struct aur__app *app, struct aur__rpc *rpc,
                      struct aur__tool *t, struct json_object *args,
                      aur_deadline dl, struct aur__pending **p,
                      struct aur_error *err)
 {
-    char *argtext = NULL, *params;
-    size_t alen = 2;
-    int n, rc;
+    static const char k_name[] = "{\"name\":\"", k_args[] = "\",\"arguments\":",
+                      k_meta[] = ",\"_meta\":";
+    char *argtext = NULL, local[1024], *params = local;
+    const char *at = "{}";
+    size_t alen = 2, nlen = strlen(t->raw_name), mlen = 0, n;
+    int rc;
 
     if (args && (rc = aur__json_canonical(args, &argtext, &alen, err)) != AUR_OK)
         return rc;
-    n = app->modern
-            ? asprintf(&params, "{\"name\":\"%s\",\"arguments\":%s,"
-                                "\"_meta\":%s}",
-                       t->raw_name, argtext ? argtext : "{}", app->envelope_text)
-            : asprintf(&params, "{\"name\":\"%s\",\"arguments\":%s}",
-                       t->raw_name, argtext ? argtext : "{}");
-    free(argtext);
-    if (n < 0)
+    if (argtext)
+        at = argtext;
+    if (app->modern)
+        mlen = sizeof k_meta - 1 + strlen(app->envelope_text);
+    n = sizeof k_name - 1 + nlen + sizeof k_args - 1 + alen + mlen + 1;
+    if (n >= sizeof local && !(params = malloc(n + 1))) {
+        free(argtext);
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    rc = aur__rpc_request_text(rpc, "tools/call", params, (size_t)n, dl, p,
-                               err);
-    free(params);
+    }
+    char *w = params;
+#define PUT(s, l) (memcpy(w, (s), (l)), w += (l))
+    PUT(k_name, sizeof k_name - 1);
+    PUT(t->raw_name, nlen);
+    PUT(k_args, sizeof k_args - 1);
+    PUT(at, alen);
+    if (app->modern) {
+        PUT(k_meta, sizeof k_meta - 1);
+        PUT(app->envelope_text, mlen - (sizeof k_meta - 1));
+    }
+#undef PUT
+    *w++ = '}';
+    *w = '\0';
+    free(argtext);
+    rc = aur__rpc_request_text(rpc, "tools/call", params, n, dl, p, err);
+    if (params != local)
+        free(params);
     return rc;
 }
 
@@ -426,6 +487,8 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     else
         set_out(out, AUR_CALL_UNKNOWN,
                 "MCP call result cannot be confirmed: result is not an object");
+    /* budget (core/engine/budget.c): max_result_bytes */
+    aur__call_result_budget(app, out);
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s", t->raw_name,
              aur_call_status_word(out->status));
 out:

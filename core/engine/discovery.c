@@ -162,6 +162,12 @@ static int bind_tool(struct aur__app *app, struct json_object *tj,
                         "tool input schema must be an object schema: "
                         "aur.mcp.%s.%s",
                         pkg, raw);
+    char *id = aur__strdup_printf("aur.mcp.%s.%s", pkg, raw);
+    rc = id ? aur__tool_budget_check(app, id, tj, err)
+            : aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    free(id);
+    if (rc != AUR_OK)
+        return rc;
     if ((int)app->ntools >= app->mcp->cfg->max_tools)
         return aur_fail(err, AUR_E_LIMIT, 0, "too many tools (more than %d)",
                         app->mcp->cfg->max_tools);

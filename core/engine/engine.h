@@ -190,6 +190,17 @@ struct aur__tool *aur__registry_find(const struct aur_mcp *mcp,
                                      const char *id);
 int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err);
 
+/* budget.c: the per-tool budgets of app's config, checked on tj (one
+ * Tool of a tools/list page, borrowed) when it is bound; AUR_E_LIMIT
+ * names the tool id and the key.  Startup thread. */
+int aur__tool_budget_check(const struct aur__app *app, const char *id,
+                           struct json_object *tj, struct aur_error *err);
+/* budget.c: a mapped call result over max_result_bytes becomes unknown
+ * (a failed one stays failed) and its content a text naming the budget.
+ * out is writable; any thread. */
+void aur__call_result_budget(const struct aur__app *app,
+                             struct aur_tool_output *out);
+
 /* status.c */
 const char *aur__state_word(enum aur__app_state s);
 

@@ -186,6 +186,12 @@ static enum verdict classify_probe(int rc, struct json_object *res,
         }
         return V_LEGACY_ALIVE;
     }
+    /* A budget the server broke (a frame too long, a notification
+     * flood) is no era evidence: the App fails with it as it is. */
+    if (rc == AUR_E_CLOSED && perr->detail == AUR_E_LIMIT) {
+        aur_fail(err, rc, perr->detail, "%s", perr->msg);
+        return V_FAIL;
+    }
     if ((rc == AUR_E_TIMEOUT || rc == AUR_E_CLOSED) && stdio)
         return V_LEGACY_DEAD;
     /* On HTTP silence is an outage, not era evidence. */
@@ -386,7 +392,12 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
 {
     struct aur_mcp *mcp = app->mcp;
     struct aur__rpc_handlers h = aur__app_handlers_template;
-    struct aur__rpc_limits lim = {.max_pending = 4096, .max_queue = 4096};
+    struct aur__rpc_limits lim = {
+        .max_pending = 4096,
+        .max_queue = 4096,
+        .notify_rate = app->cfg->budgets.notify_rate,
+        .notify_burst = app->cfg->budgets.notify_burst,
+    };
     struct json_object *caps = NULL;
     int rc;
 

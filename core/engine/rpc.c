@@ -24,6 +24,9 @@ struct aur__pending {
     enum pstate state;
     bool in_table;
     bool detached; /* its reply goes to dispatch; freed at close */
+    /* 1 (the owner) + 1 while deliver_response signals after unlocking:
+     * the last one out frees. */
+    int refs;
     struct aur__pending *next;
     struct aur__pending *dnext; /* r->detached list */
 };
@@ -55,6 +58,12 @@ struct aur__rpc {
     bool cancelled;
     unsigned gen; /* bumped by reopen: stale queue items are dropped */
     struct aur__rpc_stats stats;
+    /* notification budget (see aur__rpc_limits) */
+    int64_t tokens;    /* in thousandths of a message */
+    int64_t refill_at; /* aur__now_ms of the last refill */
+    bool faulty;       /* also read without mu (atomic) on the fast path */
+    bool close_reported; /* handlers.closed is queued for this gen */
+    pthread_cond_t fcv;  /* wakes readers parked on a faulty connection */
 
     pthread_cond_t qcv;
     pthread_cond_t qspace; /* signalled when the queue has room */
@@ -106,7 +115,7 @@ static struct aur__pending *table_find(struct aur__rpc *r, int64_t num,
 
 static void pending_free(struct aur__pending *p)
 {
-    if (!p)
+    if (!p || __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     json_object_put(p->id);
     json_object_put(p->reply);
@@ -151,7 +160,7 @@ static void enqueue(struct aur__rpc *r, struct json_object *msg,
         pthread_mutex_unlock(&r->mu);
         if ((r->stats.dropped_notifications & 1023) == 1)
             aur__log(AUR_LOG_WARN, r->tag,
-                     "notification queue full: dropping notifications");
+                     "notification queue full: dropping server messages");
         json_object_put(msg);
         return;
     }
@@ -172,6 +181,29 @@ static void enqueue(struct aur__rpc *r, struct json_object *msg,
     else
         r->qhead = q;
     r->qtail = q;
+    r->qlen++;
+    pthread_cond_signal(&r->qcv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/*
+ * The close item of a faulty connection goes to the head of the queue:
+ * the App is marked unavailable at once, not after the notifications it
+ * sent within budget, which are still handled afterwards.
+ */
+static void enqueue_close_first(struct aur__rpc *r, const struct aur_error *why)
+{
+    struct qitem *q = calloc(1, sizeof *q);
+    if (!q)
+        return;
+    q->has_err = true;
+    q->err = *why;
+    pthread_mutex_lock(&r->mu);
+    q->gen = r->gen;
+    q->next = r->qhead;
+    r->qhead = q;
+    if (!r->qtail)
+        r->qtail = q;
     r->qlen++;
     pthread_cond_signal(&r->qcv);
     pthread_mutex_unlock(&r->mu);
@@ -203,8 +235,13 @@ static void deliver_response(struct aur__rpc *r, struct json_object *msg,
         table_remove(r, p);
         p->reply = msg;
         p->state = P_DONE;
-        pthread_cond_signal(&p->cv);
+        /* Signal after unlocking, so the woken waiter does not block at
+         * once on r->mu (two more futex calls and a context switch per
+         * call); the extra reference keeps p alive until then. */
+        __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&r->mu);
+        pthread_cond_signal(&p->cv);
+        pending_free(p);
         return;
     }
     r->stats.dropped_frames++;
@@ -220,12 +257,82 @@ drop:
     json_object_put(msg);
 }
 
+/*
+ * A faulty connection is not read any further: the reader is parked here
+ * (QUEUE_WAIT_MS per message at most) until close or reopen, so a flooding
+ * server stalls on its full pipe instead of costing us a core.  r->mu held.
+ */
+static void park_faulty(struct aur__rpc *r)
+{
+    unsigned gen = r->gen;
+    aur_deadline dl = aur__now_ms() + QUEUE_WAIT_MS;
+    while (r->faulty && r->gen == gen && !r->stopping)
+        if (aur__cond_wait_until(&r->fcv, &r->mu, dl) == ETIMEDOUT)
+            break;
+}
+
+/* One server-initiated message spends a token; false = the bucket is
+ * empty and the connection has just become faulty. */
+static bool spend_token(struct aur__rpc *r)
+{
+    struct aur_error why;
+    int64_t now, cap;
+
+    if (r->lim.notify_rate <= 0)
+        return true;
+    pthread_mutex_lock(&r->mu);
+    if (r->faulty) {
+        park_faulty(r);
+        pthread_mutex_unlock(&r->mu);
+        return false;
+    }
+    now = aur__now_ms();
+    cap = r->lim.notify_burst * 1000;
+    if (now > r->refill_at) {
+        r->tokens += (now - r->refill_at) * r->lim.notify_rate;
+        r->refill_at = now;
+    }
+    if (r->tokens > cap)
+        r->tokens = cap;
+    if (r->tokens >= 1000) {
+        r->tokens -= 1000;
+        pthread_mutex_unlock(&r->mu);
+        return true;
+    }
+    aur_fail(&why, AUR_E_LIMIT, 0,
+             "%s: notification budget exceeded (more than "
+             "notification_burst = %lld at once or "
+             "max_notifications_per_second = %lld on average): the App is "
+             "treated as faulty",
+             r->tag, (long long)r->lim.notify_burst,
+             (long long)r->lim.notify_rate);
+    __atomic_store_n(&r->faulty, true, __ATOMIC_RELEASE);
+    r->stats.faulty = true;
+    r->closed = true;
+    r->close_err = why;
+    fail_all(r, P_CLOSED);
+    bool report = !r->close_reported;
+    r->close_reported = true;
+    pthread_mutex_unlock(&r->mu);
+    aur__log(AUR_LOG_WARN, r->tag, "%s", why.msg);
+    if (report)
+        enqueue_close_first(r, &why);
+    return false;
+}
+
 /* The sink: every inbound message from the transport, on its thread. */
 static void sink_message(void *ctx, struct json_object *msg)
 {
     struct aur__rpc *r = ctx;
     struct json_object *v, *id = NULL, *method = NULL;
 
+    if (__atomic_load_n(&r->faulty, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&r->mu);
+        park_faulty(r);
+        pthread_mutex_unlock(&r->mu);
+        json_object_put(msg);
+        return;
+    }
     if (!json_object_is_type(msg, json_type_object) ||
         !json_object_object_get_ex(msg, "jsonrpc", &v) ||
         !json_object_is_type(v, json_type_string) ||
@@ -236,6 +343,12 @@ static void sink_message(void *ctx, struct json_object *msg)
     if (method) {
         if (!json_object_is_type(method, json_type_string))
             goto malformed;
+        /* Counted before anything else sees it: a flood is detected
+         * here, on the reader, without being queued. */
+        if (!spend_token(r)) {
+            json_object_put(msg);
+            return;
+        }
         if (!has_id && r->h.ordered) {
             struct json_object *params = NULL;
             json_object_object_get_ex(msg, "params", &params);
@@ -245,9 +358,11 @@ static void sink_message(void *ctx, struct json_object *msg)
                 return;
             }
         }
-        /* Requests and notifications go to the dispatch thread; only
-         * notifications can be shed under a flood. */
-        enqueue(r, msg, NULL, !has_id);
+        /* Requests and notifications go to the dispatch thread, both
+         * under the queue bound: a server that sends requests and never
+         * reads our answers would otherwise grow the queue for ever.
+         * One shed after QUEUE_WAIT_MS simply gets no answer. */
+        enqueue(r, msg, NULL, true);
         return;
     }
     bool has_result = json_object_object_get_ex(msg, "result", NULL);
@@ -267,13 +382,18 @@ malformed:
 static void sink_closed(void *ctx, const struct aur_error *why)
 {
     struct aur__rpc *r = ctx;
+    bool report;
     pthread_mutex_lock(&r->mu);
     r->closed = true;
-    if (why && why->code != AUR_OK)
+    /* A faulty connection already told everyone why it ended. */
+    if (why && why->code != AUR_OK && !r->faulty)
         r->close_err = *why;
     fail_all(r, P_CLOSED);
+    report = !r->close_reported;
+    r->close_reported = true;
     pthread_mutex_unlock(&r->mu);
-    enqueue(r, NULL, why, false);
+    if (report)
+        enqueue(r, NULL, why, false);
 }
 
 static void answer_request(struct aur__rpc *r, struct json_object *msg,
@@ -370,6 +490,9 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->qcv, NULL);
     aur__cond_init(&r->qspace);
+    aur__cond_init(&r->fcv);
+    r->tokens = r->lim.notify_burst * 1000;
+    r->refill_at = aur__now_ms();
     r->sink.struct_size = sizeof r->sink;
     r->sink.ctx = r;
     r->sink.on_message = sink_message;
@@ -401,6 +524,7 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     r->stopping = true;
     pthread_cond_signal(&r->qcv);
     pthread_cond_broadcast(&r->qspace);
+    pthread_cond_broadcast(&r->fcv);
     pthread_mutex_unlock(&r->mu);
     if (r->thread_started)
         pthread_join(r->thread, NULL);
@@ -422,6 +546,7 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     }
     pthread_cond_destroy(&r->qcv);
     pthread_cond_destroy(&r->qspace);
+    pthread_cond_destroy(&r->fcv);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -435,12 +560,19 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
     pthread_mutex_lock(&r->mu);
     r->gen++;
     fail_all(r, P_CLOSED);
+    /* A reader parked on the old connection must let it close. */
+    pthread_cond_broadcast(&r->fcv);
     pthread_mutex_unlock(&r->mu);
     rc = r->ops->reopen(r->conn, dl, err);
     pthread_mutex_lock(&r->mu);
-    /* Whatever the old connection reported belongs to the old gen. */
+    /* Whatever the old connection reported belongs to the old gen; a
+     * fresh process starts with a full budget. */
     r->gen++;
     r->closed = rc != AUR_OK;
+    r->close_reported = false;
+    __atomic_store_n(&r->faulty, false, __ATOMIC_RELEASE);
+    r->tokens = r->lim.notify_burst * 1000;
+    r->refill_at = aur__now_ms();
     if (rc == AUR_OK)
         aur_error_clear(&r->close_err);
     pthread_mutex_unlock(&r->mu);
@@ -475,6 +607,18 @@ static int send_text(struct aur__rpc *r, const char *method,
                      size_t params_len, aur_deadline dl,
                      struct aur_error *err);
 
+/* AUR_E_CLOSED with the transport's reason (e.g. a budget that was
+ * exceeded) in the text: it is what status and the journal show.
+ * r->mu held. */
+static int fail_closed(struct aur__rpc *r, struct aur_error *err)
+{
+    if (r->close_err.code != AUR_OK)
+        return aur_fail(err, AUR_E_CLOSED, r->close_err.code,
+                        "connection closed: %s (%s)", r->close_err.msg,
+                        aur_rc_word(r->close_err.code));
+    return aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+}
+
 static int request(struct aur__rpc *r, const char *method,
                    struct json_object *params, const char *params_json,
                    size_t params_len, const char *sid, bool detached,
@@ -491,11 +635,12 @@ static int request(struct aur__rpc *r, const char *method,
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
     aur__cond_init(&p->cv);
+    p->refs = 1;
     p->detached = detached;
     pthread_mutex_lock(&r->mu);
     if (r->cancelled || r->closed || r->npending >= r->lim.max_pending) {
         rc = r->cancelled ? aur_fail(err, AUR_E_CANCELLED, 0, "cancelled")
-             : r->closed  ? aur_fail(err, AUR_E_CLOSED, 0, "connection closed")
+             : r->closed  ? fail_closed(r, err)
                           : aur_fail(err, AUR_E_LIMIT, 0,
                                      "too many outstanding requests (%zu)",
                                      r->lim.max_pending);
@@ -564,19 +709,32 @@ static int send_text(struct aur__rpc *r, const char *method,
                      size_t params_len, aur_deadline dl,
                      struct aur_error *err)
 {
-    char head[160], *line;
-    int hn = snprintf(head, sizeof head,
-                      "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"%s\","
-                      "\"params\":",
-                      (long long)p->num, method);
-    size_t len;
-    int rc;
+    static const char h1[] = "{\"jsonrpc\":\"2.0\",\"id\":",
+                      h2[] = ",\"method\":\"", h3[] = "\",\"params\":";
+    char head[160], local[2048], *line = local; /* calls fit on the stack */
+    char digits[24];
+    size_t nd = 0, ml = strlen(method), len;
+    uint64_t v = (uint64_t)p->num; /* ids count up from 0 */
+    int hn, rc;
 
-    if (hn < 0 || (size_t)hn >= sizeof head)
+    /* By hand: snprintf was a tenth of a call's instructions. */
+    if (sizeof h1 + sizeof h2 + sizeof h3 + sizeof digits + ml > sizeof head)
         return aur_fail(err, AUR_E_INVAL, 0, "method name too long");
+    do
+        digits[nd++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    memcpy(head, h1, sizeof h1 - 1);
+    hn = (int)(sizeof h1 - 1);
+    while (nd)
+        head[hn++] = digits[--nd];
+    memcpy(head + hn, h2, sizeof h2 - 1);
+    hn += (int)(sizeof h2 - 1);
+    memcpy(head + hn, method, ml);
+    hn += (int)ml;
+    memcpy(head + hn, h3, sizeof h3 - 1);
+    hn += (int)(sizeof h3 - 1);
     len = (size_t)hn + params_len + 1;
-    line = malloc(len + 1);
-    if (!line)
+    if (len >= sizeof local && !(line = malloc(len + 1)))
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     memcpy(line, head, (size_t)hn);
     memcpy(line + hn, params_json, params_len);
@@ -591,7 +749,8 @@ static int send_text(struct aur__rpc *r, const char *method,
             rc = r->ops->send(r->conn, msg, dl, err);
         json_object_put(msg);
     }
-    free(line);
+    if (line != local)
+        free(line);
     return rc;
 }
 
@@ -619,14 +778,8 @@ int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
         p->reply = NULL;
         break;
     case P_CLOSED:
-        /* Keep the transport's reason (e.g. a line over the budget) in
-         * the text: it is what status and the journal show. */
-        if (r->close_err.code != AUR_OK)
-            rc = aur_fail(err, AUR_E_CLOSED, r->close_err.code,
-                          "connection closed: %s (%s)", r->close_err.msg,
-                          aur_rc_word(r->close_err.code));
-        else
-            rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+        /* Keep the transport's reason (e.g. a line over the budget). */
+        rc = fail_closed(r, err);
         break;
     case P_CANCELLED:
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");
@@ -682,10 +835,12 @@ int aur__rpc_notify(struct aur__rpc *r, const char *method,
     int rc;
     pthread_mutex_lock(&r->mu);
     bool closed = r->closed;
+    if (closed)
+        rc = fail_closed(r, err);
     pthread_mutex_unlock(&r->mu);
     if (closed) {
         json_object_put(params);
-        return aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+        return rc;
     }
     msg = envelope(method, params, NULL);
     rc = r->ops->send(r->conn, msg, dl, err);

@@ -50,6 +50,16 @@ struct aur__rpc_limits {
     size_t max_pending;      /* outstanding requests at once */
     size_t max_queue;        /* queued notifications before the reader
                                 waits (backpressure), then drops */
+    /*
+     * Server-initiated messages (notifications and requests), counted at
+     * intake on the transport's thread: a token bucket of notify_burst
+     * tokens refilled at notify_rate per second.  An empty bucket makes
+     * the connection faulty: it counts as closed with AUR_E_LIMIT (every
+     * waiter fails, handlers.closed hears why) and nothing more is read
+     * from it until close or reopen.  notify_rate 0 = no limit.
+     */
+    int64_t notify_rate;
+    int64_t notify_burst;
 };
 
 /*
@@ -137,7 +147,8 @@ bool aur__rpc_is_closed(struct aur__rpc *r);
 /* Counters for status and tests. */
 struct aur__rpc_stats {
     uint64_t dropped_frames;   /* responses nobody waited for, bad shapes */
-    uint64_t dropped_notifications; /* queue over budget */
+    uint64_t dropped_notifications; /* server messages shed, queue full */
+    bool faulty;               /* the notification budget was exceeded */
 };
 void aur__rpc_get_stats(struct aur__rpc *r, struct aur__rpc_stats *s);
 

@@ -141,8 +141,14 @@ static void *app_thread(void *arg)
     if (!cancelled)
         mcp->running++;
     pthread_mutex_unlock(&mcp->mu);
-    if (cancelled)
+    if (cancelled) {
+        /* Enabled but never started: status must not say "disabled". */
+        pthread_mutex_lock(&app->mu);
+        app->state = AUR__S_CLOSED;
+        aur__set_str(&app->last_error, "not started: startup was cancelled");
+        pthread_mutex_unlock(&app->mu);
         return NULL;
+    }
 
     app->began = true;
     aur__utc_now(app->t_starting, sizeof app->t_starting);
@@ -231,7 +237,8 @@ static void fill_serr(struct aur_startup_error *serr, const char *code,
 
 /* After freeze: any change or disconnect since the clean pass means the
  * frozen catalog may already be stale. */
-static struct aur__app *stale_app(struct aur_mcp *mcp, const char **why)
+static struct aur__app *stale_app(struct aur_mcp *mcp, char *why,
+                                  size_t size)
 {
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
@@ -240,8 +247,12 @@ static struct aur__app *stale_app(struct aur_mcp *mcp, const char **why)
             continue;
         pthread_mutex_lock(&a->mu);
         bad = a->disconnected || a->changes != a->listed_changes;
-        *why = a->disconnected ? "connection lost during startup"
-                               : "the tool catalog changed during startup";
+        /* The disconnect's own detail says why (e.g. which budget). */
+        if (a->disconnected)
+            snprintf(why, size, "connection lost during startup: %s",
+                     a->disconnect_detail ? a->disconnect_detail : "closed");
+        else
+            snprintf(why, size, "the tool catalog changed during startup");
         pthread_mutex_unlock(&a->mu);
         if (bad)
             return a;
@@ -280,6 +291,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     bool *made = calloc(mcp->napps ? mcp->napps : 1, sizeof *made);
     struct aur__app *failed = NULL, *stale;
     const char *why = NULL;
+    char stale_why[400];
     int rc = AUR_OK;
 
     if (!threads || !made) {
@@ -321,6 +333,12 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     bool interrupted = mcp->interrupted;
     pthread_mutex_unlock(&mcp->mu);
     if (interrupted) {
+        /* Name where the cancel landed: the first App it stopped mid-way
+         * (a cancelled App is not a failure, so failed may be NULL). */
+        for (size_t i = 0; !failed && i < mcp->napps; i++)
+            if (mcp->apps[i].began &&
+                mcp->apps[i].start_rc == AUR_E_CANCELLED)
+                failed = &mcp->apps[i];
         fill_serr(serr, "interrupted", failed ? failed->cfg->package : NULL,
                   failed ? failed->phase : "activate", "startup cancelled");
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "startup cancelled");
@@ -332,10 +350,10 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
         goto fail;
     }
-    if ((stale = stale_app(mcp, &why))) {
+    if ((stale = stale_app(mcp, stale_why, sizeof stale_why))) {
         fill_serr(serr, "startup_failed", stale->cfg->package,
-                  "catalog/freeze", why);
-        rc = aur_fail(err, AUR_E_CHANGED, 0, "%s", why);
+                  "catalog/freeze", stale_why);
+        rc = aur_fail(err, AUR_E_CHANGED, 0, "%s", stale_why);
         goto fail;
     }
     rc = aur__registry_freeze(mcp, err);

@@ -9,8 +9,9 @@ B=${1:-build}
 shift || true
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(check_startup check_calls check_faults
-    check_ext_world_events_host check_ext_tool_contract_host check_peers
-    check_peers_http check_journal check_config check_jsonx check_oom)
+    check_budgets check_ext_world_events_host check_ext_tool_contract
+    check_peers check_peers_http check_journal check_config check_jsonx
+    check_oom)
 # Check's per-test timeouts stretch under valgrind; assertions do not.
 export CK_TIMEOUT_MULTIPLIER=6 AUR_TEST_TIME_SCALE=4
 fail=0

@@ -75,35 +75,11 @@ static void teardown(void)
     free(cli);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The fixture with --log <logpath> and then opts. */
 static void add_fixture(double timeout, const char *const *opts)
 {
-    const char *args[40];
-    size_t n = 0;
-    args[n++] = "--log";
-    args[n++] = logpath;
-    for (size_t i = 0; opts && opts[i] && n < 38; i++)
-        args[n++] = opts[i];
-    args[n] = NULL;
-    h_add_app(dir, "a.ini", PKG, timeout, NULL, fixture, args);
-}
-
-static int start(struct aur_mcp **h, struct aur_startup_error *serr)
-{
-    struct aur_error err;
-    int rc;
-    memset(serr, 0, sizeof *serr);
-    *h = NULL;
-    rc = aur_mcp_create(dir, NULL, h, serr, &err);
-    ck_assert_msg(rc == AUR_OK, "create: %s", err.msg);
-    return aur_mcp_start(*h, serr, &err);
+    h_add_logged_app(dir, "a.ini", PKG, timeout, NULL, fixture, NULL,
+                     logpath, opts);
 }
 
 static long peak_rss_kib(void)
@@ -116,36 +92,6 @@ static long peak_rss_kib(void)
 }
 
 /* ---- the journal ---------------------------------------------------- */
-
-struct kinds {
-    int n;
-    char k[16][64];
-};
-
-static void collect(void *ud, const char *line)
-{
-    struct kinds *l = ud;
-    struct json_object *o = json_tokener_parse(line), *v;
-    ck_assert_msg(o != NULL, "journal line is not JSON");
-    if (l->n < 16 && json_object_object_get_ex(o, "kind", &v))
-        snprintf(l->k[l->n++], sizeof l->k[0], "%s", json_object_get_string(v));
-    json_object_put(o);
-}
-
-/* The journal reads back and holds exactly these kinds, in order. */
-static void journal_is(const char *const *want)
-{
-    struct kinds l = {0};
-    struct aur_error err;
-    int n = 0;
-    ck_assert_msg(aur_journal_dump(dir, 0, NULL, collect, &l, &err) == AUR_OK,
-                  "journal: %s", err.msg);
-    for (; want[n]; n++) {
-        ck_assert_int_gt(l.n, n);
-        ck_assert_str_eq(l.k[n], want[n]);
-    }
-    ck_assert_int_eq(l.n, n);
-}
 
 static const char *const J_FAILED[] = {"mcp.app.starting", "mcp.app.failed",
                                        NULL};
@@ -160,18 +106,18 @@ START_TEST(huge_line_during_list_is_refused_bounded)
                           NULL};
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    int64_t t0 = now_ms();
+    int64_t t0 = h_now_ms();
     add_fixture(20, opts);
-    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
 #if LIMIT_REASON_REPORTED
     ck_assert_ptr_nonnull(strstr(serr.message, "max_line_bytes"));
 #endif
     /* Refused at the limit, not after reading the whole line. */
-    ck_assert_int_lt(now_ms() - t0, 15000);
+    ck_assert_int_lt(h_now_ms() - t0, 15000);
     aur_mcp_destroy(h);
     ck_assert_int_lt(peak_rss_kib(), MAX_RSS_KIB);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(J_FAILED);
+    h_journal_is(dir, J_FAILED);
 }
 END_TEST
 
@@ -182,7 +128,7 @@ START_TEST(notification_flood_is_survived_bounded)
     struct aur_tool_output out;
     struct aur_mcp *h;
     add_fixture(30, opts);
-    ck_assert_msg(start(&h, &serr) == AUR_OK, "start: %s %s", serr.code,
+    ck_assert_msg(h_start(dir, &h, &serr) == AUR_OK, "start: %s %s", serr.code,
                   serr.message);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 1);
     ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 20000, &out), AUR_OK);
@@ -192,7 +138,7 @@ START_TEST(notification_flood_is_survived_bounded)
     aur_mcp_destroy(h);
     ck_assert_int_lt(peak_rss_kib(), MAX_RSS_KIB);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(J_READY);
+    h_journal_is(dir, J_READY);
 }
 END_TEST
 
@@ -206,16 +152,16 @@ START_TEST(closed_stdout_fails_startup_and_is_killed)
     const char *opts[] = {"--era", close_eras[_i], "--close-stdout", NULL};
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    int64_t t0 = now_ms();
+    int64_t t0 = h_now_ms();
     add_fixture(10, opts);
-    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
     ck_assert_str_eq(serr.phase, "tools/list");
     ck_assert_str_eq(serr.code, "startup_failed");
     /* The disconnect is noticed at once, not at the deadline. */
-    ck_assert_int_lt(now_ms() - t0, 8000);
+    ck_assert_int_lt(h_now_ms() - t0, 8000);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(J_FAILED);
+    h_journal_is(dir, J_FAILED);
 }
 END_TEST
 
@@ -243,7 +189,7 @@ START_TEST(exit_at_each_phase_reports_it)
     struct aur_startup_error serr;
     struct aur_mcp *h;
     add_fixture(10, opts);
-    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
     ck_assert_msg(strcmp(serr.phase, r->phase) == 0,
                   "%s at %s: phase %s (%s: %s)", r->era, r->point, serr.phase,
                   serr.code, serr.message);
@@ -251,7 +197,7 @@ START_TEST(exit_at_each_phase_reports_it)
     ck_assert_str_eq(serr.app, PKG);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(J_FAILED);
+    h_journal_is(dir, J_FAILED);
 }
 END_TEST
 
@@ -285,9 +231,9 @@ static struct child run_cli(const char *const *argv)
 /* Wait (bounded) until the server logged a line starting with prefix. */
 static void wait_for_log(const char *prefix)
 {
-    int64_t end = now_ms() + 15000;
+    int64_t end = h_now_ms() + 15000;
     while (h_count_lines(logpath, prefix) == 0) {
-        ck_assert_msg(now_ms() < end, "server never got %s", prefix);
+        ck_assert_msg(h_now_ms() < end, "server never got %s", prefix);
         usleep(20000);
     }
 }
@@ -296,13 +242,13 @@ static void wait_for_log(const char *prefix)
 static int finish_cli(struct child c, char **text)
 {
     size_t len = 0, cap = 65536;
-    int64_t end = now_ms() + 20000;
+    int64_t end = h_now_ms() + 20000;
     int st = 0;
     char *buf = malloc(cap);
     ck_assert_ptr_nonnull(buf);
     for (;;) {
         struct pollfd pf = {c.out, POLLIN, 0};
-        int64_t left = end - now_ms();
+        int64_t left = end - h_now_ms();
         ck_assert_msg(left > 0, "the CLI did not finish");
         if (poll(&pf, 1, (int)left) <= 0)
             continue;
@@ -315,7 +261,7 @@ static int finish_cli(struct child c, char **text)
     buf[len] = '\0';
     close(c.out);
     while (waitpid(c.pid, &st, WNOHANG) == 0) {
-        ck_assert_msg(now_ms() < end, "the CLI did not exit");
+        ck_assert_msg(h_now_ms() < end, "the CLI did not exit");
         usleep(10000);
     }
     *text = buf;
@@ -370,11 +316,11 @@ START_TEST(cli_signal_during_startup_is_interrupted)
     add_fixture(30, opts);
     c = run_cli(argv);
     wait_for_log("tools/list");
-    t0 = now_ms();
+    t0 = h_now_ms();
     ck_assert_int_eq(kill(c.pid, r->sig), 0);
     ck_assert_int_eq(finish_cli(c, &text), 1);
     /* Far from the 30 s deadline. */
-    ck_assert_int_lt(now_ms() - t0, 8000);
+    ck_assert_int_lt(h_now_ms() - t0, 8000);
     o = one_json_line(text);
     ck_assert_str_eq(sget(o, "error", "code"), "interrupted");
     ck_assert_str_eq(sget(o, "error", "phase"), "tools/list");
@@ -382,7 +328,7 @@ START_TEST(cli_signal_during_startup_is_interrupted)
     json_object_put(o);
     free(text);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(J_FAILED);
+    h_journal_is(dir, J_FAILED);
 }
 END_TEST
 
@@ -399,17 +345,17 @@ START_TEST(cli_signal_during_call_is_unknown)
     add_fixture(40, opts);
     c = run_cli(argv);
     wait_for_log("tools/call");
-    t0 = now_ms();
+    t0 = h_now_ms();
     ck_assert_int_eq(kill(c.pid, SIGTERM), 0);
     ck_assert_int_eq(finish_cli(c, &text), 4);
-    ck_assert_int_lt(now_ms() - t0, 8000);
+    ck_assert_int_lt(h_now_ms() - t0, 8000);
     o = one_json_line(text);
     ck_assert_str_eq(sget(o, "status", NULL), "unknown");
     ck_assert_ptr_nonnull(sget(o, "content", NULL));
     json_object_put(o);
     free(text);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(J_READY);
+    h_journal_is(dir, J_READY);
 }
 END_TEST
 
@@ -462,10 +408,5 @@ static Suite *faults_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(faults_suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return h_run_suite(faults_suite());
 }

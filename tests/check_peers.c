@@ -14,14 +14,13 @@
 
 #include "support/harness.h"
 
+#define PEER(tool) "aur.mcp.org.test.peer." tool
+
 static char *dir, *logpath, *script2, *script1;
 
 static void setup(void)
 {
-    char *mods = h_src("tests/peers/node_modules/@modelcontextprotocol/server");
-    ck_assert_msg(access(mods, F_OK) == 0,
-                  "run `npm ci` in tests/peers first (missing %s)", mods);
-    free(mods);
+    h_need_peers("@modelcontextprotocol/server");
     dir = h_mkconfig(NULL, NULL);
     ck_assert(asprintf(&logpath, "%s/peer.log", dir) > 0);
     script2 = h_src("tests/peers/sdk2-server.mjs");
@@ -40,46 +39,11 @@ static void teardown(void)
 static struct aur_mcp *start_peer(const char *script, const char *const *opts,
                                   struct aur_startup_error *serr, int *rc)
 {
-    const char *args[32];
-    size_t n = 0;
-    struct aur_error err;
-    struct aur_mcp *h = NULL;
-    args[n++] = script;
-    args[n++] = "--log";
-    args[n++] = logpath;
-    for (size_t i = 0; opts && opts[i] && n < 30; i++)
-        args[n++] = opts[i];
-    args[n] = NULL;
-    h_add_app(dir, "peer.ini", "org.test.peer", 20, NULL, "node", args);
-    memset(serr, 0, sizeof *serr);
-    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, serr, &err), AUR_OK);
-    *rc = aur_mcp_start(h, serr, &err);
+    struct aur_mcp *h;
+    h_add_logged_app(dir, "peer.ini", "org.test.peer", 20, NULL, "node",
+                     script, logpath, opts);
+    *rc = h_start(dir, &h, serr);
     return h;
-}
-
-static const char *version_of(struct aur_mcp *h)
-{
-    static char buf[32];
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *v;
-    json_object_object_get_ex(st, "apps", &apps);
-    json_object_object_get_ex(json_object_array_get_idx(apps, 0),
-                              "negotiated_version", &v);
-    snprintf(buf, sizeof buf, "%s", v ? json_object_get_string(v) : "");
-    json_object_put(st);
-    return buf;
-}
-
-static enum aur_call_status call(struct aur_mcp *h, const char *tool,
-                                 const char *args, char **content)
-{
-    struct json_object *a = json_tokener_parse(args);
-    struct aur_tool_output out;
-    aur_mcp_call(h, tool, a, -1, &out);
-    json_object_put(a);
-    *content = strdup(out.content);
-    enum aur_call_status s = out.status;
-    aur_tool_output_clear(&out);
-    return s;
 }
 
 START_TEST(sdk2_modern_discovery_and_calls)
@@ -90,7 +54,7 @@ START_TEST(sdk2_modern_discovery_and_calls)
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
     ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
-    ck_assert_str_eq(version_of(h), "2026-07-28");
+    ck_assert_str_eq(h_negotiated_version(h), "2026-07-28");
     ck_assert_uint_eq(aur_mcp_tool_count(h), 45);
     /* listen acknowledged before the first page, in the server's log */
     int listen = h_first_line(logpath, "{\"dir\":\"in\",\"pid\"");
@@ -102,20 +66,11 @@ START_TEST(sdk2_modern_discovery_and_calls)
     ck_assert(l < t);
     free(log);
 
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"hi\"}", &c),
-                     AUR_CALL_SUCCEEDED);
-    ck_assert_str_eq(c, "hi");
-    free(c);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.add", "{\"a\":2,\"b\":40}", &c),
-                     AUR_CALL_SUCCEEDED);
-    ck_assert_str_eq(c, "{\"sum\":42}");
-    free(c);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.fail", "{}", &c),
-                     AUR_CALL_UNKNOWN);
-    ck_assert_str_eq(c, "boom");
-    free(c);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.image", "{}", &c),
-                     AUR_CALL_FAILED);
+    h_expect(h, PEER("echo"), "{\"text\":\"hi\"}", AUR_CALL_SUCCEEDED, "hi");
+    h_expect(h, PEER("add"), "{\"a\":2,\"b\":40}", AUR_CALL_SUCCEEDED,
+             "{\"sum\":42}");
+    h_expect(h, PEER("fail"), "{}", AUR_CALL_UNKNOWN, "boom");
+    ck_assert_int_eq(h_call(h, PEER("image"), "{}", &c), AUR_CALL_FAILED);
     ck_assert_ptr_nonnull(strstr(c, "image"));
     free(c);
     aur_mcp_destroy(h);
@@ -127,19 +82,13 @@ START_TEST(sdk1_legacy_discovery_and_calls)
 {
     const char *opts[] = {"--tools", "12", "--page-size", "5", NULL};
     struct aur_startup_error serr;
-    char *c;
     int rc;
     struct aur_mcp *h = start_peer(script1, opts, &serr, &rc);
     ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
-    ck_assert_str_eq(version_of(h), "2025-11-25");
+    ck_assert_str_eq(h_negotiated_version(h), "2025-11-25");
     ck_assert_uint_eq(aur_mcp_tool_count(h), 17);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"yo\"}", &c),
-                     AUR_CALL_SUCCEEDED);
-    ck_assert_str_eq(c, "yo");
-    free(c);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.nope", "{}", &c),
-                     AUR_CALL_FAILED);
-    free(c);
+    h_expect(h, PEER("echo"), "{\"text\":\"yo\"}", AUR_CALL_SUCCEEDED, "yo");
+    h_expect(h, PEER("nope"), "{}", AUR_CALL_FAILED, NULL);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
 }
@@ -163,17 +112,12 @@ START_TEST(sdk2_runtime_change_only_flags_restart)
 {
     const char *opts[] = {"--change-on-call", NULL};
     struct aur_startup_error serr;
-    char *c;
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
     ck_assert_int_eq(rc, AUR_OK);
     size_t before = aur_mcp_tool_count(h);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"x\"}", &c),
-                     AUR_CALL_SUCCEEDED);
-    free(c);
-    for (int i = 0; i < 200 && !aur_mcp_restart_required(h); i++)
-        usleep(20000);
-    ck_assert(aur_mcp_restart_required(h));
+    h_expect(h, PEER("echo"), "{\"text\":\"x\"}", AUR_CALL_SUCCEEDED, NULL);
+    ck_assert(h_wait_restart_required(h, 4000));
     ck_assert_uint_eq(aur_mcp_tool_count(h), before);
     aur_mcp_destroy(h);
 }
@@ -183,18 +127,12 @@ START_TEST(sdk2_exit_during_call_is_unknown)
 {
     const char *opts[] = {"--exit-on-call", NULL};
     struct aur_startup_error serr;
-    char *c;
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
     ck_assert_int_eq(rc, AUR_OK);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"x\"}", &c),
-                     AUR_CALL_UNKNOWN);
-    free(c);
-    for (int i = 0; i < 200 && !aur_mcp_restart_required(h); i++)
-        usleep(20000);
-    ck_assert_int_eq(call(h, "aur.mcp.org.test.peer.echo", "{\"text\":\"x\"}", &c),
-                     AUR_CALL_FAILED);
-    free(c);
+    h_expect(h, PEER("echo"), "{\"text\":\"x\"}", AUR_CALL_UNKNOWN, NULL);
+    h_wait_restart_required(h, 4000);
+    h_expect(h, PEER("echo"), "{\"text\":\"x\"}", AUR_CALL_FAILED, NULL);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
 }
@@ -217,10 +155,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return h_run_suite(suite());
 }

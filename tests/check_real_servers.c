@@ -44,14 +44,10 @@ static void setup(void)
     static const char *const pkgs[] = {"server-filesystem", "server-memory",
                                        "server-everything"};
     for (size_t i = 0; i < 3; i++) {
-        char *rel, *p;
-        ck_assert(asprintf(&rel, "tests/peers/node_modules/"
-                                 "@modelcontextprotocol/%s/package.json",
+        char *rel;
+        ck_assert(asprintf(&rel, "@modelcontextprotocol/%s/package.json",
                            pkgs[i]) > 0);
-        p = h_src(rel);
-        ck_assert_msg(access(p, F_OK) == 0,
-                      "run `npm ci` in tests/peers first (missing %s)", p);
-        free(p);
+        h_need_peers(rel);
         free(rel);
     }
     dir = h_mkconfig(NULL, NULL);
@@ -135,11 +131,8 @@ static void write_app(const char *file, const char *package,
 static struct aur_mcp *start(void)
 {
     struct aur_startup_error serr;
-    struct aur_error err;
-    struct aur_mcp *h = NULL;
-    memset(&serr, 0, sizeof serr);
-    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
-    int rc = aur_mcp_start(h, &serr, &err);
+    struct aur_mcp *h;
+    int rc = h_start(dir, &h, &serr);
     ck_assert_msg(rc == AUR_OK, "start: %s %s %s", serr.app, serr.phase,
                   serr.message);
     /* one server process, and the marker really finds it */
@@ -186,31 +179,6 @@ static void assert_catalog(struct aur_mcp *h, const char *package,
     }
 }
 
-static enum aur_call_status call(struct aur_mcp *h, const char *tool,
-                                 const char *args, char **content)
-{
-    struct json_object *a = json_tokener_parse(args);
-    struct aur_tool_output out;
-    ck_assert_ptr_nonnull(a);
-    aur_mcp_call(h, tool, a, -1, &out);
-    json_object_put(a);
-    *content = strdup(out.content ? out.content : "");
-    enum aur_call_status s = out.status;
-    aur_tool_output_clear(&out);
-    return s;
-}
-
-static void expect(struct aur_mcp *h, const char *tool, const char *args,
-                   enum aur_call_status status, const char *content)
-{
-    char *c;
-    enum aur_call_status s = call(h, tool, args, &c);
-    ck_assert_msg(s == status, "%s: %s (%s)", tool, aur_call_status_word(s),
-                  c);
-    ck_assert_str_eq(c, content);
-    free(c);
-}
-
 /* A non-text block: failed, whatever text blocks came with it, and the
  * message ends with the distinct non-text types (after the last ": "),
  * so "image" is told from "image, resource" without pinning prose. */
@@ -218,7 +186,7 @@ static void expect_non_text(struct aur_mcp *h, const char *tool,
                             const char *args, const char *types)
 {
     char *c;
-    enum aur_call_status s = call(h, tool, args, &c);
+    enum aur_call_status s = h_call(h, tool, args, &c);
     ck_assert_msg(s == AUR_CALL_FAILED, "%s: %s (%s)", tool,
                   aur_call_status_word(s), c);
     const char *tail = NULL;
@@ -255,10 +223,10 @@ START_TEST(filesystem_discovery_and_reads)
     /* read_text_file has an outputSchema and answers structuredContent
      * {"content": text}, which wins over the text block (§7.4 step 4). */
     ck_assert(asprintf(&args_json, "{\"path\":\"%s/hello.txt\"}", files) > 0);
-    expect(h, FS("read_text_file"), args_json, AUR_CALL_SUCCEEDED,
-           "{\"content\":\"hello from aurora\\n\"}");
-    expect(h, FS("read_file"), args_json, AUR_CALL_SUCCEEDED,
-           "{\"content\":\"hello from aurora\\n\"}");
+    h_expect(h, FS("read_text_file"), args_json, AUR_CALL_SUCCEEDED,
+             "{\"content\":\"hello from aurora\\n\"}");
+    h_expect(h, FS("read_file"), args_json, AUR_CALL_SUCCEEDED,
+             "{\"content\":\"hello from aurora\\n\"}");
     /* a text file through read_media_file is an embedded resource */
     expect_non_text(h, FS("read_media_file"), args_json, "resource");
     free(args_json);
@@ -271,7 +239,7 @@ START_TEST(filesystem_discovery_and_reads)
     /* outside the allowed directory (a sibling of it): isError, no tool
      * contract -> unknown, content = the server's error text */
     ck_assert(asprintf(&args_json, "{\"path\":\"%s/outside.txt\"}", dir) > 0);
-    ck_assert_int_eq(call(h, FS("read_text_file"), args_json, &c),
+    ck_assert_int_eq(h_call(h, FS("read_text_file"), args_json, &c),
                      AUR_CALL_UNKNOWN);
     ck_assert_ptr_nonnull(strstr(c, "Access denied"));
     ck_assert_ptr_nonnull(strstr(c, "outside.txt"));
@@ -280,7 +248,7 @@ START_TEST(filesystem_discovery_and_reads)
     free(args_json);
 
     ck_assert(asprintf(&args_json, "{\"path\":\"%s\"}", files) > 0);
-    ck_assert_int_eq(call(h, FS("list_directory"), args_json, &c),
+    ck_assert_int_eq(h_call(h, FS("list_directory"), args_json, &c),
                      AUR_CALL_SUCCEEDED);
     ck_assert_ptr_nonnull(strstr(c, "[FILE] hello.txt"));
     ck_assert_ptr_nonnull(strstr(c, "[DIR] sub"));
@@ -291,9 +259,7 @@ START_TEST(filesystem_discovery_and_reads)
     ck_assert(asprintf(&args_json,
                        "{\"path\":\"%s/new.txt\",\"content\":\"written\"}",
                        files) > 0);
-    ck_assert_int_eq(call(h, FS("write_file"), args_json, &c),
-                     AUR_CALL_SUCCEEDED);
-    free(c);
+    h_expect(h, FS("write_file"), args_json, AUR_CALL_SUCCEEDED, NULL);
     free(args_json);
     char *np;
     ck_assert(asprintf(&np, "%s/new.txt", files) > 0);
@@ -324,17 +290,17 @@ START_TEST(memory_create_then_read_graph)
     assert_legacy_version(h);
     assert_catalog(h, PKG_MEM, want);
 
-    expect(h, MEM("create_entities"),
-           "{\"entities\":[{\"name\":\"Aurora Test Entity\","
-           "\"entityType\":\"probe\",\"observations\":[\"made by C\"]}]}",
-           AUR_CALL_SUCCEEDED,
-           "{\"entities\":[{\"entityType\":\"probe\","
-           "\"name\":\"Aurora Test Entity\","
-           "\"observations\":[\"made by C\"]}]}");
-    expect(h, MEM("read_graph"), "{}", AUR_CALL_SUCCEEDED,
-           "{\"entities\":[{\"entityType\":\"probe\","
-           "\"name\":\"Aurora Test Entity\",\"observations\":[\"made by C\"]}],"
-           "\"relations\":[]}");
+    h_expect(h, MEM("create_entities"),
+             "{\"entities\":[{\"name\":\"Aurora Test Entity\","
+             "\"entityType\":\"probe\",\"observations\":[\"made by C\"]}]}",
+             AUR_CALL_SUCCEEDED,
+             "{\"entities\":[{\"entityType\":\"probe\","
+             "\"name\":\"Aurora Test Entity\","
+             "\"observations\":[\"made by C\"]}]}");
+    h_expect(h, MEM("read_graph"), "{}", AUR_CALL_SUCCEEDED,
+             "{\"entities\":[{\"entityType\":\"probe\","
+             "\"name\":\"Aurora Test Entity\","
+             "\"observations\":[\"made by C\"]}],\"relations\":[]}");
     /* the whitelisted env var reached the child: the graph is stored in
      * our temp dir, not next to the package */
     char *stored = h_slurp(mem);
@@ -366,19 +332,19 @@ START_TEST(everything_content_types)
     assert_legacy_version(h);
     assert_catalog(h, PKG_ALL, want);
 
-    expect(h, ALL("echo"), "{\"message\":\"hi there\"}", AUR_CALL_SUCCEEDED,
-           "Echo: hi there");
-    expect(h, ALL("get-sum"), "{\"a\":2,\"b\":40}", AUR_CALL_SUCCEEDED,
-           "The sum of 2 and 40 is 42.");
+    h_expect(h, ALL("echo"), "{\"message\":\"hi there\"}", AUR_CALL_SUCCEEDED,
+             "Echo: hi there");
+    h_expect(h, ALL("get-sum"), "{\"a\":2,\"b\":40}", AUR_CALL_SUCCEEDED,
+             "The sum of 2 and 40 is 42.");
     /* text + image + text: failed, never the text alone */
     expect_non_text(h, ALL("get-tiny-image"), "{}", "image");
-    expect(h, ALL("get-structured-content"), "{\"location\":\"Chicago\"}",
-           AUR_CALL_SUCCEEDED,
-           "{\"conditions\":\"Light rain / drizzle\",\"humidity\":82,"
-           "\"temperature\":36}");
+    h_expect(h, ALL("get-structured-content"), "{\"location\":\"Chicago\"}",
+             AUR_CALL_SUCCEEDED,
+             "{\"conditions\":\"Light rain / drizzle\",\"humidity\":82,"
+             "\"temperature\":36}");
     /* content annotations on a text block do not matter ... */
-    expect(h, ALL("get-annotated-message"), "{\"messageType\":\"success\"}",
-           AUR_CALL_SUCCEEDED, "Operation completed successfully");
+    h_expect(h, ALL("get-annotated-message"), "{\"messageType\":\"success\"}",
+             AUR_CALL_SUCCEEDED, "Operation completed successfully");
     /* ... an annotated image does */
     expect_non_text(h, ALL("get-annotated-message"),
                     "{\"messageType\":\"error\",\"includeImage\":true}",
@@ -392,16 +358,16 @@ START_TEST(everything_content_types)
     /* SDK v1's McpServer wraps its own rejections (-32601 task-only tool,
      * -32602 bad arguments) into isError results, so without a tool
      * contract they are unknown, not failed */
-    ck_assert_int_eq(call(h, ALL("simulate-research-query"),
-                          "{\"topic\":\"x\"}", &c),
+    ck_assert_int_eq(h_call(h, ALL("simulate-research-query"),
+                            "{\"topic\":\"x\"}", &c),
                      AUR_CALL_UNKNOWN);
     ck_assert_ptr_nonnull(strstr(c, "taskSupport"));
     free(c);
-    ck_assert_int_eq(call(h, ALL("echo"), "{}", &c), AUR_CALL_UNKNOWN);
+    ck_assert_int_eq(h_call(h, ALL("echo"), "{}", &c), AUR_CALL_UNKNOWN);
     ck_assert_ptr_nonnull(strstr(c, "Input validation error"));
     free(c);
 
-    ck_assert_int_eq(call(h, ALL("get-env"), "{}", &c), AUR_CALL_SUCCEEDED);
+    ck_assert_int_eq(h_call(h, ALL("get-env"), "{}", &c), AUR_CALL_SUCCEEDED);
     ck_assert_ptr_nonnull(strstr(c, "\"PATH\""));
     ck_assert_ptr_null(strstr(c, "AUR_RS_NOT_WHITELISTED"));
     ck_assert_ptr_null(strstr(c, "leak-marker"));
@@ -427,10 +393,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return h_run_suite(suite());
 }

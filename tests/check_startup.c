@@ -83,15 +83,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Slack on an upper time bound, stretched by AUR_TEST_TIME_SCALE for
- * slow runs (valgrind); the deadline itself is never stretched. */
-static int64_t slack(int64_t ms)
-{
-    const char *s = getenv("AUR_TEST_TIME_SCALE");
-    int k = s ? atoi(s) : 1;
-    return ms * (k > 0 ? k : 1);
-}
-
 START_TEST(modern_listen_before_list)
 {
     const char *opts[] = {"--era", "modern", "--tools", "3", NULL};
@@ -186,7 +177,7 @@ START_TEST(probe_silence_is_legacy)
     add_fixture("a.ini", "org.test.silent", 3, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
     /* The probe gets half the deadline, then a fresh process answers. */
-    ck_assert_int_lt(now_ms() - t0, 1500 + slack(1500));
+    ck_assert_int_lt(now_ms() - t0, 1500 + h_slack(1500));
     struct json_object *a = app_status(h, 0);
     ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
     json_object_put(a);
@@ -333,7 +324,7 @@ static void expect_deadline(const char *const *opts, double timeout,
     took = now_ms() - t0;
     ck_assert_str_eq(serr.phase, phase);
     ck_assert_int_ge(took, (int64_t)(timeout * 1000) - 50);
-    ck_assert_int_lt(took, (int64_t)(timeout * 1000) + slack(2500));
+    ck_assert_int_lt(took, (int64_t)(timeout * 1000) + h_slack(2500));
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
 }
@@ -557,7 +548,7 @@ START_TEST(cancel_interrupts_a_hanging_startup)
     ck_assert_int_eq(pthread_create(&t, NULL, cancel_when_listing, h), 0);
     ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_E_CANCELLED);
     pthread_join(t, NULL);
-    ck_assert_int_lt(now_ms() - t0, slack(5000));
+    ck_assert_int_lt(now_ms() - t0, h_slack(5000));
     ck_assert_str_eq(serr.code, "interrupted");
     ck_assert_str_eq(serr.app, "org.test.hang");
     ck_assert_str_eq(serr.phase, "tools/list");

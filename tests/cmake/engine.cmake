@@ -3,7 +3,8 @@
 if(TARGET aurora-mcp)
   add_library(aur_test_support STATIC ${CMAKE_SOURCE_DIR}/tests/support/harness.c)
   target_include_directories(aur_test_support PRIVATE ${CMAKE_SOURCE_DIR}/tests)
-  target_link_libraries(aur_test_support PUBLIC PkgConfig::CHECK)
+  target_link_libraries(aur_test_support PUBLIC aurora-mcp PkgConfig::CHECK
+                        PkgConfig::JSONC)
   target_compile_definitions(aur_test_support PRIVATE
     AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
   foreach(suite check_startup check_calls check_peers)
@@ -30,3 +31,7 @@ if(TARGET aurora-mcp-cli)
            ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
   set_tests_properties(secrets_test PROPERTIES TIMEOUT 300)
 endif()
+
+# Every error code has a test that produces it (docs/error-codes.md).
+add_test(NAME error_codes_test COMMAND bash
+         ${CMAKE_SOURCE_DIR}/tests/error_codes_test.sh ${CMAKE_SOURCE_DIR})

@@ -6,7 +6,7 @@ target_link_libraries(https_fixture PRIVATE OpenSSL::SSL OpenSSL::Crypto
 
 set(AUR_HTTP_PLUGIN_DIR ${CMAKE_SOURCE_DIR}/plugins/transport-http)
 aur_add_check(check_transport_http
-  SOURCES check_transport_http.c http/http_host.c
+  SOURCES check_transport_http.c http/http_host.c support/plugin_host.c
           ${AUR_HTTP_PLUGIN_DIR}/http_sse.c ${AUR_HTTP_PLUGIN_DIR}/http_url.c
   LIBS ${CMAKE_DL_LIBS} PkgConfig::CURL
   DEPENDS transport-http https_fixture TIMEOUT 120)

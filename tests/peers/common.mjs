@@ -1,6 +1,8 @@
 // Shared pieces of the real-peer test servers: option parsing, the request
-// log, the tool catalogue and the tool behaviour. Nothing here touches an SDK;
-// each server wires these into its own SDK's low-level Server class.
+// log, the tool catalogue, tools/list paging with the list_changed options,
+// capabilities and server info, and the tool behaviour. Nothing here
+// touches an SDK; each server wires these into its own SDK's low-level
+// Server class and throws its own SDK's errors.
 
 import { appendFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -227,6 +229,84 @@ export function pageOf(tools, pageSize, cursor) {
     if (!page.last)
         page.nextCursor = `o:${end}`;
     return page;
+}
+
+// The tools/list result for a page of pageOf.
+export function listResult(page) {
+    const result = { tools: page.tools };
+    if (page.nextCursor !== undefined)
+        result.nextCursor = page.nextCursor;
+    return result;
+}
+
+// tools/list with --change-during-list and --change-after-list. The first
+// pass runs from the first cursorless request to its last page; the
+// list_changed of each option is queued (once per process) after the
+// response to page K of that pass, or to its last page. Returns
+// list(cursor, id, listChanged) -> { result } or { error } (a bad cursor,
+// which changes nothing); the caller throws its SDK's error.
+export function makeListPass(tools, opts, after) {
+    const state = {
+        firstPassDone: false,
+        firstPassActive: false,
+        changeAfterListSent: false,
+        changeDuringListSent: false,
+    };
+    return (cursor, id, listChanged) => {
+        const page = pageOf(tools, opts.pageSize, cursor);
+        if (page.error)
+            return { error: page.error };
+        if (cursor === undefined && !state.firstPassDone)
+            state.firstPassActive = true;
+        if (state.firstPassActive) {
+            if (opts.changeDuringList !== undefined &&
+                !state.changeDuringListSent &&
+                page.index === opts.changeDuringList) {
+                state.changeDuringListSent = true;
+                after.queue(id, listChanged);
+            }
+            if (page.last) {
+                state.firstPassActive = false;
+                state.firstPassDone = true;
+                if (opts.changeAfterList && !state.changeAfterListSent) {
+                    state.changeAfterListSent = true;
+                    after.queue(id, listChanged);
+                }
+            }
+        }
+        return { result: listResult(page) };
+    };
+}
+
+// Capabilities every peer declares: tools with listChanged, then extra,
+// then --extensions if given.
+export function baseCapabilities(opts, extra = {}) {
+    const caps = { tools: { listChanged: true }, ...extra };
+    if (opts.extensions !== undefined)
+        caps.extensions = opts.extensions;
+    return caps;
+}
+
+// The (serverInfo, options) pair of an SDK Server: --name overrides the
+// default name, --instructions is passed on when given.
+export function serverArgs(opts, name, version, capabilities) {
+    return [
+        { name: opts.name ?? name, version },
+        {
+            capabilities,
+            ...(opts.instructions !== undefined &&
+                { instructions: opts.instructions }),
+        },
+    ];
+}
+
+// tools/call params up to the SDK's own error: --exit-on-call exits 3
+// before anything else; then callTool's answer.
+export async function toolCall(tools, opts, params) {
+    if (opts.exitOnCall)
+        process.exit(3);
+    const { name, arguments: args } = params;
+    return callTool(tools, name, args);
 }
 
 // Returns a CallToolResult, or { unknown: true } for an unknown tool.

@@ -148,6 +148,23 @@ export function listenHttps(opts, handle) {
     return server;
 }
 
+// listenHttps for an MCP endpoint: reads a POST's body (msg: its JSON,
+// undefined if empty, null if not JSON), logs the request to --log,
+// answers 401 for --require-bearer, and otherwise calls
+// handle(req, res, body, msg).
+export function serveMcpHttps(opts, handle) {
+    const log = makeHttpLogger(opts.log);
+    const bearer = opts.raw['require-bearer'];
+    return listenHttps(opts, async (req, res) => {
+        const body = req.method === 'POST' ? await readBody(req) : undefined;
+        const msg = body ? parseBody(body) : undefined;
+        log(req, msg);
+        if (!bearerGate(bearer, req, res))
+            return;
+        await handle(req, res, body, msg);
+    });
+}
+
 // Writes a web-standard Response to a node ServerResponse, streaming its
 // body (SSE) as it comes. Aborts `ac` when the client goes away first.
 export async function sendWebResponse(response, res, ac) {

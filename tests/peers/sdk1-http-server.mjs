@@ -27,10 +27,9 @@ import { StreamableHTTPServerTransport }
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError }
     from '@modelcontextprotocol/sdk/types.js';
 
-import { AfterResponse, buildTools, callTool, pageOf, parseOptions }
-    from './common.mjs';
-import { bearerGate, HTTP_OPTIONS, listenHttps, logDoneLine, makeHttpLogger,
-         parseBody, readBody } from './http-common.mjs';
+import { AfterResponse, baseCapabilities, buildTools, listResult, pageOf,
+         parseOptions, serverArgs, toolCall } from './common.mjs';
+import { HTTP_OPTIONS, logDoneLine, serveMcpHttps } from './http-common.mjs';
 
 const opts = parseOptions(process.argv.slice(2),
                           { ...HTTP_OPTIONS,
@@ -40,42 +39,27 @@ if (!Number.isInteger(initDelay) || initDelay < 0 || initDelay > 60000) {
     process.stderr.write('peer: --initialized-delay: 0..60000\n');
     process.exit(2);
 }
-const log = makeHttpLogger(opts.log);
 const tools = buildTools(opts);
-const bearer = opts.raw['require-bearer'];
 const sessions = new Map();   // session id -> { transport, after }
 
-const caps = { tools: { listChanged: true } };
-if (opts.extensions !== undefined)
-    caps.extensions = opts.extensions;
+const caps = baseCapabilities(opts);
 
 function makeServer(after) {
-    const server = new Server(
-        { name: opts.name ?? 'aurora-peer-sdk1-http', version: '1.32.2-peer' },
-        {
-            capabilities: caps,
-            ...(opts.instructions !== undefined &&
-                { instructions: opts.instructions }),
-        });
+    const server = new Server(...serverArgs(opts, 'aurora-peer-sdk1-http',
+                                            '1.32.2-peer', caps));
 
     server.setRequestHandler(ListToolsRequestSchema, async (request) => {
         const page = pageOf(tools, opts.pageSize, request.params?.cursor);
         if (page.error)
             throw new McpError(ErrorCode.InvalidParams, page.error);
-        const result = { tools: page.tools };
-        if (page.nextCursor !== undefined)
-            result.nextCursor = page.nextCursor;
-        return result;
+        return listResult(page);
     });
 
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-        if (opts.exitOnCall)
-            process.exit(3);
-        const { name, arguments: args } = request.params;
-        const result = await callTool(tools, name, args);
+        const result = await toolCall(tools, opts, request.params);
         if (result.unknown)
             throw new McpError(ErrorCode.InvalidParams,
-                               `Tool ${name} not found`);
+                               `Tool ${request.params.name} not found`);
         if (opts.changeOnCall)
             after.queue(extra.requestId, () => server.sendToolListChanged());
         return result;
@@ -115,12 +99,7 @@ async function freshSession() {
     return { transport, after };
 }
 
-listenHttps(opts, async (req, res) => {
-    const body = req.method === 'POST' ? await readBody(req) : undefined;
-    const msg = body ? parseBody(body) : undefined;
-    log(req, msg);
-    if (!bearerGate(bearer, req, res))
-        return;
+serveMcpHttps(opts, async (req, res, body, msg) => {
     const sid = req.headers['mcp-session-id'];
     let entry;
     if (sid !== undefined) {

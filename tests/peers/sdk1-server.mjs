@@ -15,9 +15,9 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError }
     from '@modelcontextprotocol/sdk/types.js';
 
-import { AfterResponse, buildTools, callTool, exitOnStdinEof,
-         LoggingTransport, makeLogger, pageOf, parseOptions }
-    from './common.mjs';
+import { AfterResponse, baseCapabilities, buildTools, exitOnStdinEof,
+         LoggingTransport, makeListPass, makeLogger, parseOptions, serverArgs,
+         toolCall } from './common.mjs';
 
 const opts = parseOptions(process.argv.slice(2),
                           { 'legacy-event': { type: 'string' } });
@@ -26,66 +26,29 @@ const log = makeLogger(opts);
 const tools = buildTools(opts);
 const after = new AfterResponse();
 
-const state = {
-    firstPassDone: false,
-    firstPassActive: false,
-    changeAfterListSent: false,
-    changeDuringListSent: false,
-};
+const listPage = makeListPass(tools, opts, after);
 
-const caps = { tools: { listChanged: true } };
-if (legacyEvent !== undefined)
-    caps.logging = {};
-if (opts.extensions !== undefined)
-    caps.extensions = opts.extensions;
+const caps = baseCapabilities(opts,
+                              legacyEvent !== undefined ? { logging: {} }
+                                                        : {});
 
-const server = new Server(
-    { name: opts.name ?? 'aurora-peer-sdk1', version: '1.32.2-peer' },
-    {
-        capabilities: caps,
-        ...(opts.instructions !== undefined &&
-            { instructions: opts.instructions }),
-    });
+const server = new Server(...serverArgs(opts, 'aurora-peer-sdk1',
+                                        '1.32.2-peer', caps));
 
 const listChanged = () => server.sendToolListChanged();
 
 server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
-    const cursor = request.params?.cursor;
-    const page = pageOf(tools, opts.pageSize, cursor);
-    if (page.error)
-        throw new McpError(ErrorCode.InvalidParams, page.error);
-    const id = extra.requestId;
-    if (cursor === undefined && !state.firstPassDone)
-        state.firstPassActive = true;
-    if (state.firstPassActive) {
-        if (opts.changeDuringList !== undefined &&
-            !state.changeDuringListSent &&
-            page.index === opts.changeDuringList) {
-            state.changeDuringListSent = true;
-            after.queue(id, listChanged);
-        }
-        if (page.last) {
-            state.firstPassActive = false;
-            state.firstPassDone = true;
-            if (opts.changeAfterList && !state.changeAfterListSent) {
-                state.changeAfterListSent = true;
-                after.queue(id, listChanged);
-            }
-        }
-    }
-    const result = { tools: page.tools };
-    if (page.nextCursor !== undefined)
-        result.nextCursor = page.nextCursor;
-    return result;
+    const r = listPage(request.params?.cursor, extra.requestId, listChanged);
+    if (r.error)
+        throw new McpError(ErrorCode.InvalidParams, r.error);
+    return r.result;
 });
 
 server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    if (opts.exitOnCall)
-        process.exit(3);
-    const { name, arguments: args } = request.params;
-    const result = await callTool(tools, name, args);
+    const result = await toolCall(tools, opts, request.params);
     if (result.unknown)
-        throw new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`);
+        throw new McpError(ErrorCode.InvalidParams,
+                           `Tool ${request.params.name} not found`);
     const id = extra.requestId;
     if (legacyEvent !== undefined)
         after.queue(id, () => server.notification({

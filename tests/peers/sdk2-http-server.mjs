@@ -15,13 +15,13 @@
 // list_changed options publish on the handler's listen bus, so they reach
 // open subscriptions/listen streams only.
 
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server }
-    from '@modelcontextprotocol/server';
+import { createMcpHandler } from '@modelcontextprotocol/server';
 
-import { AfterResponse, buildTools, callTool, pageOf, parseOptions }
+import { AfterResponse, buildTools, makeListPass, parseOptions }
     from './common.mjs';
-import { bearerGate, HTTP_OPTIONS, listenHttps, makeHttpLogger, parseBody,
-         readBody, sendWebResponse } from './http-common.mjs';
+import { HTTP_OPTIONS, sendWebResponse, serveMcpHttps }
+    from './http-common.mjs';
+import { makeSdk2Server } from './sdk2-common.mjs';
 
 const opts = parseOptions(process.argv.slice(2), {
     ...HTTP_OPTIONS,
@@ -42,96 +42,29 @@ const faultFor = new Map((opts.raw['fault-for'] ?? []).map((s) => {
     const i = s.lastIndexOf('=');
     return [s.slice(0, i), s.slice(i + 1)];
 }));
-const log = makeHttpLogger(opts.log);
 const tools = buildTools(opts);
 const after = new AfterResponse();
-const bearer = opts.raw['require-bearer'];
 
-const state = {
-    firstPassDone: false,
-    firstPassActive: false,
-    changeAfterListSent: false,
-    changeDuringListSent: false,
-};
-
-function capabilities() {
-    const caps = { tools: { listChanged: true } };
-    if (opts.extensions !== undefined)
-        caps.extensions = opts.extensions;
-    return caps;
-}
+const listPage = makeListPass(tools, opts, after);
 
 // Declared before use by the factory; assigned once createMcpHandler ran.
+// list_changed goes out on the handler's listen bus, whichever instance
+// asks.
 let handler;
-const listChanged = () => handler.notify.toolsChanged();
 
 function makeServer() {
-    const server = new Server(
-        { name: opts.name ?? 'aurora-peer-sdk2-http', version: '2.4.0-peer' },
-        {
-            capabilities: capabilities(),
-            ...(opts.instructions !== undefined &&
-                { instructions: opts.instructions }),
-        });
-
-    server.setRequestHandler('tools/list', async (request, ctx) => {
-        const cursor = request.params?.cursor;
-        const page = pageOf(tools, opts.pageSize, cursor);
-        if (page.error)
-            throw new ProtocolError(ProtocolErrorCode.InvalidParams,
-                                    page.error);
-        const id = ctx.mcpReq.id;
-        if (cursor === undefined && !state.firstPassDone)
-            state.firstPassActive = true;
-        if (state.firstPassActive) {
-            if (opts.changeDuringList !== undefined &&
-                !state.changeDuringListSent &&
-                page.index === opts.changeDuringList) {
-                state.changeDuringListSent = true;
-                after.queue(id, listChanged);
-            }
-            if (page.last) {
-                state.firstPassActive = false;
-                state.firstPassDone = true;
-                if (opts.changeAfterList && !state.changeAfterListSent) {
-                    state.changeAfterListSent = true;
-                    after.queue(id, listChanged);
-                }
-            }
-        }
-        const result = { tools: page.tools };
-        if (page.nextCursor !== undefined)
-            result.nextCursor = page.nextCursor;
-        return result;
+    return makeSdk2Server({
+        opts, tools, after, listPage,
+        name: 'aurora-peer-sdk2-http',
+        listChanged: () => handler.notify.toolsChanged(),
     });
-
-    server.setRequestHandler('tools/call', async (request, ctx) => {
-        if (opts.exitOnCall)
-            process.exit(3);
-        const { name, arguments: args } = request.params;
-        const result = await callTool(tools, name, args);
-        if (result.unknown)
-            throw new ProtocolError(ProtocolErrorCode.InvalidParams,
-                                    `Tool ${name} not found`);
-        if (opts.changeOnCall)
-            after.queue(ctx.mcpReq.id, listChanged);
-        const def = tools.find((t) => t.name === name);
-        return server.projectCallToolResult(result, def?.outputSchema);
-    });
-
-    return server;
 }
 
 handler = createMcpHandler(() => makeServer(), {
     onerror: (e) => process.stderr.write(`sdk2-http: ${e.message}\n`),
 });
 
-listenHttps(opts, async (req, res) => {
-    const body = req.method === 'POST' ? await readBody(req) : undefined;
-    const msg = body ? parseBody(body) : undefined;
-    log(req, msg);
-    if (!bearerGate(bearer, req, res))
-        return;
+serveMcpHttps(opts, async (req, res, body, msg) => {
     if (msg && statusFor.has(msg.method)) {
         res.writeHead(statusFor.get(msg.method), { 'content-type': 'text/plain' });
         res.end('injected failure\n');

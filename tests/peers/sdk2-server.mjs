@@ -11,14 +11,12 @@
 //   [--event JSON]
 // See README.md for the exact semantics of each option.
 
-import { ProtocolError, ProtocolErrorCode, Server }
-    from '@modelcontextprotocol/server';
 import { serveStdio, StdioServerTransport }
     from '@modelcontextprotocol/server/stdio';
 
-import { AfterResponse, buildTools, callTool, exitOnStdinEof,
-         LoggingTransport, makeLogger, pageOf, parseOptions }
-    from './common.mjs';
+import { AfterResponse, buildTools, exitOnStdinEof, LoggingTransport,
+         makeListPass, makeLogger, parseOptions } from './common.mjs';
+import { makeSdk2Server } from './sdk2-common.mjs';
 
 const EVENT_METHOD = 'notifications/org.aurorabot/world-events/event';
 
@@ -29,82 +27,20 @@ const log = makeLogger(opts);
 const tools = buildTools(opts);
 const after = new AfterResponse();
 
-// Process-wide so a probe instance and the pinned instance share them.
-const state = {
-    firstPassDone: false,
-    firstPassActive: false,
-    changeAfterListSent: false,
-    changeDuringListSent: false,
-};
-
-function capabilities() {
-    const caps = { tools: { listChanged: true } };
-    if (opts.extensions !== undefined)
-        caps.extensions = opts.extensions;
-    return caps;
-}
+// Process-wide so a probe instance and the pinned instance share it.
+const listPage = makeListPass(tools, opts, after);
 
 function makeServer() {
-    const server = new Server(
-        { name: opts.name ?? 'aurora-peer-sdk2', version: '2.4.0-peer' },
-        {
-            capabilities: capabilities(),
-            ...(opts.instructions !== undefined &&
-                { instructions: opts.instructions }),
-        });
-
-    const listChanged = () => server.sendToolListChanged();
-
-    server.setRequestHandler('tools/list', async (request, ctx) => {
-        const cursor = request.params?.cursor;
-        const page = pageOf(tools, opts.pageSize, cursor);
-        if (page.error)
-            throw new ProtocolError(ProtocolErrorCode.InvalidParams,
-                                    page.error);
-        const id = ctx.mcpReq.id;
-        if (cursor === undefined && !state.firstPassDone)
-            state.firstPassActive = true;
-        if (state.firstPassActive) {
-            if (opts.changeDuringList !== undefined &&
-                !state.changeDuringListSent &&
-                page.index === opts.changeDuringList) {
-                state.changeDuringListSent = true;
-                after.queue(id, listChanged);
-            }
-            if (page.last) {
-                state.firstPassActive = false;
-                state.firstPassDone = true;
-                if (opts.changeAfterList && !state.changeAfterListSent) {
-                    state.changeAfterListSent = true;
-                    after.queue(id, listChanged);
-                }
-            }
-        }
-        const result = { tools: page.tools };
-        if (page.nextCursor !== undefined)
-            result.nextCursor = page.nextCursor;
-        return result;
+    return makeSdk2Server({
+        opts, tools, after, listPage,
+        name: 'aurora-peer-sdk2',
+        listChanged: (server) => server.sendToolListChanged(),
+        onCall: (server, id) => {
+            if (eventParams !== undefined)
+                after.queue(id, () => server.notification(
+                    { method: EVENT_METHOD, params: eventParams }));
+        },
     });
-
-    server.setRequestHandler('tools/call', async (request, ctx) => {
-        if (opts.exitOnCall)
-            process.exit(3);
-        const { name, arguments: args } = request.params;
-        const result = await callTool(tools, name, args);
-        if (result.unknown)
-            throw new ProtocolError(ProtocolErrorCode.InvalidParams,
-                                    `Tool ${name} not found`);
-        const id = ctx.mcpReq.id;
-        if (eventParams !== undefined)
-            after.queue(id, () => server.notification(
-                { method: EVENT_METHOD, params: eventParams }));
-        if (opts.changeOnCall)
-            after.queue(id, listChanged);
-        const def = tools.find((t) => t.name === name);
-        return server.projectCallToolResult(result, def?.outputSchema);
-    });
-
-    return server;
 }
 
 const handle = serveStdio(() => makeServer(), {

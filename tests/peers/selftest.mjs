@@ -138,6 +138,15 @@ class Peer {
         this.send(msg);
     }
 
+    // The legacy handshake: initialize (2025-11-25, caps) with id 0, then
+    // notifications/initialized. Returns the initialize response.
+    async handshake(caps = {}) {
+        const init = await this.request(0, 'initialize',
+                                        legacyInit('2025-11-25', caps));
+        this.notify('notifications/initialized');
+        return init;
+    }
+
     // Resolves true if nothing matching pred arrives within ms.
     async none(pred, ms = QUIET_MS) {
         try {
@@ -175,6 +184,15 @@ function eq(actual, expected, msg) {
 
 function isResult(m) {
     return m && typeof m.result === 'object' && m.result !== null;
+}
+
+// What a server with --extensions TC_EXT answers a handshake(TC_EXT) with.
+function tcInitResult(name, version) {
+    return {
+        protocolVersion: '2025-11-25',
+        capabilities: { tools: { listChanged: true }, extensions: TC_EXT },
+        serverInfo: { name, version },
+    };
 }
 
 function legacyInit(version = '2025-11-25', caps = {}) {
@@ -375,16 +393,9 @@ test('v2 legacy era via initialize', async () => {
     const p = new Peer(SDK2, ['--extensions', JSON.stringify(TC_EXT),
                               '--page-size', '3', '--change-on-call']);
     try {
-        const init = await p.request(0, 'initialize',
-                                     legacyInit('2025-11-25',
-                                                { extensions: TC_EXT }));
-        eq(init.result, {
-            protocolVersion: '2025-11-25',
-            capabilities: { tools: { listChanged: true },
-                            extensions: TC_EXT },
-            serverInfo: { name: 'aurora-peer-sdk2', version: '2.4.0-peer' },
-        }, 'InitializeResult');
-        p.notify('notifications/initialized');
+        const init = await p.handshake({ extensions: TC_EXT });
+        eq(init.result, tcInitResult('aurora-peer-sdk2', '2.4.0-peer'),
+           'InitializeResult');
         const l = await p.request(1, 'tools/list');
         ok(!('resultType' in l.result) && !('ttlMs' in l.result),
            'legacy list has no resultType/ttlMs');
@@ -584,16 +595,9 @@ test('v1 pre-init server/discover -> -32601, then initialize works',
         const r = await p.request('probe-1', 'server/discover', env());
         eq(r.error, { code: -32601, message: 'Method not found' },
            'discover error');
-        const init = await p.request(0, 'initialize',
-                                     legacyInit('2025-11-25',
-                                                { extensions: TC_EXT }));
-        eq(init.result, {
-            protocolVersion: '2025-11-25',
-            capabilities: { tools: { listChanged: true },
-                            extensions: TC_EXT },
-            serverInfo: { name: 'aurora-peer-sdk1', version: '1.32.2-peer' },
-        }, 'InitializeResult');
-        p.notify('notifications/initialized');
+        const init = await p.handshake({ extensions: TC_EXT });
+        eq(init.result, tcInitResult('aurora-peer-sdk1', '1.32.2-peer'),
+           'InitializeResult');
         const l = await p.request(1, 'tools/list');
         eq(l.result.tools.map((t) => t.name), BASE, 'tool names');
         ok(!('resultType' in l.result), 'no resultType');
@@ -635,8 +639,7 @@ test('v1 pre-init tools/list is executed (no init enforcement)',
 test('v1 subscriptions/listen -> -32601', async () => {
     const p = new Peer(SDK1);
     try {
-        await p.request(0, 'initialize', legacyInit());
-        p.notify('notifications/initialized');
+        await p.handshake();
         const r = await p.request('L1', 'subscriptions/listen',
                                   env({ notifications:
                                         { toolsListChanged: true } }));
@@ -651,8 +654,7 @@ test('v1 pagination, tool _meta and calls', async () => {
     const p = new Peer(SDK1, ['--tools', '2', '--page-size', '4',
                               '--tool-meta', JSON.stringify(meta)]);
     try {
-        await p.request(0, 'initialize', legacyInit());
-        p.notify('notifications/initialized');
+        await p.handshake();
         const a = await p.request(1, 'tools/list');
         eq(a.result.nextCursor, 'o:4', 'cursor 1');
         const b = await p.request(2, 'tools/list', { cursor: 'o:4' });
@@ -686,8 +688,7 @@ test('v1 --change-after-list sends unsolicited list_changed once',
      async () => {
     const p = new Peer(SDK1, ['--page-size', '3', '--change-after-list']);
     try {
-        await p.request(0, 'initialize', legacyInit());
-        p.notify('notifications/initialized');
+        await p.handshake();
         await p.request(1, 'tools/list');
         ok(await p.none((m) => m.method === 'notifications/tools/list_changed'),
            'not after page 1');
@@ -708,8 +709,7 @@ test('v1 --change-during-list and --change-on-call', async () => {
     const p = new Peer(SDK1, ['--page-size', '2', '--change-during-list', '2',
                               '--change-on-call']);
     try {
-        await p.request(0, 'initialize', legacyInit());
-        p.notify('notifications/initialized');
+        await p.handshake();
         await p.request(1, 'tools/list');
         ok(await p.none((m) => m.method === 'notifications/tools/list_changed'),
            'not after page 1');
@@ -727,9 +727,8 @@ test('v1 --legacy-event sends notifications/message', async () => {
                  occurred_at: '2026-01-01T00:00:00+02:00', summary: 's' };
     const p = new Peer(SDK1, ['--legacy-event', JSON.stringify(ev)]);
     try {
-        const init = await p.request(0, 'initialize', legacyInit());
+        const init = await p.handshake();
         eq(init.result.capabilities.logging, {}, 'logging capability');
-        p.notify('notifications/initialized');
         await p.request(1, 'tools/call',
                         { name: 'echo', arguments: { text: 'a' } });
         const n = await p.note('notifications/message');
@@ -742,8 +741,7 @@ test('v1 --legacy-event sends notifications/message', async () => {
 
 test('v1 --exit-on-call exits 3', async () => {
     const p = new Peer(SDK1, ['--exit-on-call']);
-    await p.request(0, 'initialize', legacyInit());
-    p.notify('notifications/initialized');
+    await p.handshake();
     p.send({ jsonrpc: '2.0', id: 1, method: 'tools/call',
              params: { name: 'echo', arguments: { text: 'a' } } });
     const res = await p.exit;
@@ -756,9 +754,7 @@ test('v1 --log and exit 0 on stdin EOF', async () => {
     const p = new Peer(SDK1, ['--log', file]);
     try {
         await p.request('probe-1', 'server/discover', env());
-        await p.request(0, 'initialize', legacyInit('2025-11-25',
-                                                   { extensions: TC_EXT }));
-        p.notify('notifications/initialized');
+        await p.handshake({ extensions: TC_EXT });
         await p.request(1, 'tools/list');
         p.send({ jsonrpc: '2.0', id: 2, method: 'tools/call',
                  params: { name: 'slow', arguments: { ms: 60000 } } });

@@ -1,13 +1,17 @@
+/*
+ * harness.c - config directories, host start and calls, file, process
+ * and journal helpers for the real-host suites (see harness.h).
+ */
 #define _GNU_SOURCE 1
 #include "harness.h"
 
-#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void mkdirs(const char *path)
@@ -94,6 +98,26 @@ void h_add_app(const char *dir, const char *file, const char *package,
     h_write(dir, rel, text);
     free(rel);
     free(text);
+}
+
+void h_add_logged_app(const char *dir, const char *file, const char *package,
+                      double timeout_s, const char *app_extra,
+                      const char *command, const char *script,
+                      const char *log, const char *const *opts)
+{
+    const char *args[40];
+    size_t n = 0;
+
+    if (script)
+        args[n++] = script;
+    args[n++] = "--log";
+    args[n++] = log;
+    for (size_t i = 0; opts && opts[i]; i++) {
+        ck_assert_uint_lt(n, sizeof args / sizeof *args - 1);
+        args[n++] = opts[i];
+    }
+    args[n] = NULL;
+    h_add_app(dir, file, package, timeout_s, app_extra, command, args);
 }
 
 char *h_slurp(const char *path)
@@ -200,4 +224,148 @@ void h_rmtree(const char *dir)
         }
         free(cmd);
     }
+}
+
+void h_need_peers(const char *rel)
+{
+    char *path;
+    ck_assert(asprintf(&path, "%s/tests/peers/node_modules/%s",
+                       AUR_TEST_SRC_DIR, rel) > 0);
+    ck_assert_msg(access(path, F_OK) == 0,
+                  "run `npm ci` in tests/peers first (missing %s)", path);
+    free(path);
+}
+
+int64_t h_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t h_slack(int64_t ms)
+{
+    const char *s = getenv("AUR_TEST_TIME_SCALE");
+    int k = s ? atoi(s) : 1;
+    return ms * (k > 0 && k <= 100 ? k : 1);
+}
+
+int h_start(const char *dir, struct aur_mcp **h,
+            struct aur_startup_error *serr)
+{
+    struct aur_error err;
+    int rc;
+
+    memset(serr, 0, sizeof *serr);
+    *h = NULL;
+    rc = aur_mcp_create(dir, NULL, h, serr, &err);
+    ck_assert_msg(rc == AUR_OK, "create: %s", err.msg);
+    return aur_mcp_start(*h, serr, &err);
+}
+
+enum aur_call_status h_call(struct aur_mcp *h, const char *tool,
+                            const char *args, char **content)
+{
+    struct json_object *a = json_tokener_parse(args);
+    struct aur_tool_output out;
+    enum aur_call_status s;
+
+    ck_assert_msg(a != NULL, "arguments are not JSON: %s", args);
+    aur_mcp_call(h, tool, a, -1, &out);
+    json_object_put(a);
+    *content = strdup(out.content ? out.content : "");
+    ck_assert_ptr_nonnull(*content);
+    s = out.status;
+    aur_tool_output_clear(&out);
+    return s;
+}
+
+void h_expect(struct aur_mcp *h, const char *tool, const char *args,
+              enum aur_call_status status, const char *content)
+{
+    char *c;
+    enum aur_call_status s = h_call(h, tool, args, &c);
+    ck_assert_msg(s == status, "%s: %s (%s)", tool, aur_call_status_word(s),
+                  c);
+    if (content)
+        ck_assert_str_eq(c, content);
+    free(c);
+}
+
+struct json_object *h_app_status(struct aur_mcp *h)
+{
+    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *a = NULL;
+    if (json_object_object_get_ex(st, "apps", &apps))
+        a = json_object_get(json_object_array_get_idx(apps, 0));
+    json_object_put(st);
+    ck_assert_msg(a != NULL, "no App in the status document");
+    return a;
+}
+
+const char *h_negotiated_version(struct aur_mcp *h)
+{
+    static char buf[32];
+    struct json_object *a = h_app_status(h);
+    const char *v = h_str(a, "negotiated_version");
+    snprintf(buf, sizeof buf, "%s", v ? v : "");
+    json_object_put(a);
+    return buf;
+}
+
+bool h_wait_restart_required(struct aur_mcp *h, int ms)
+{
+    for (int i = 0; i < ms / 20 && !aur_mcp_restart_required(h); i++)
+        usleep(20000);
+    return aur_mcp_restart_required(h);
+}
+
+const char *h_str(struct json_object *o, const char *key)
+{
+    struct json_object *v;
+    if (!json_object_object_get_ex(o, key, &v) ||
+        !json_object_is_type(v, json_type_string))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+struct kinds {
+    int n;
+    char k[16][64];
+};
+
+static void collect_kind(void *ud, const char *line)
+{
+    struct kinds *l = ud;
+    struct json_object *o = json_tokener_parse(line), *v;
+    ck_assert_msg(o != NULL, "journal line is not JSON");
+    if (l->n < 16 && json_object_object_get_ex(o, "kind", &v))
+        snprintf(l->k[l->n++], sizeof l->k[0], "%s", json_object_get_string(v));
+    json_object_put(o);
+}
+
+void h_journal_is(const char *dir, const char *const *want)
+{
+    struct kinds l = {0};
+    struct aur_error err;
+    int n = 0;
+    ck_assert_msg(aur_journal_dump(dir, 0, NULL, collect_kind, &l, &err) ==
+                      AUR_OK,
+                  "journal: %s", err.msg);
+    for (; want[n]; n++) {
+        ck_assert_int_gt(l.n, n);
+        ck_assert_str_eq(l.k[n], want[n]);
+    }
+    ck_assert_int_eq(l.n, n);
+}
+
+int h_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    int failed;
+
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1,15 +1,24 @@
 /*
- * harness.h - test support: throwaway config directories for the real
- * host, and small helpers to read what the servers logged.
+ * harness.h - test support for the suites that run the real host
+ * (libaurora-mcp): throwaway config directories, starting the host and
+ * calling tools through the embedding API, small helpers to read what the
+ * servers and the journal hold, and the Check runner.
  *
- * Ownership: every returned string is malloc'd and the caller frees it.
+ * Ownership: every returned string is malloc'd and the caller frees it,
+ * unless said otherwise.  Failures are Check assertions.
  * Threads: test-process only.
  */
 #ifndef AUR_TEST_HARNESS_H
 #define AUR_TEST_HARNESS_H
 
+#include <aurora/aur_host.h>
+
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
 
 /* A new config dir with host.ini (plugins transport-stdio, the build's
  * plugin_dir, journal data/world.sqlite3, log_level warn). extra_host
@@ -22,6 +31,13 @@ char *h_mkconfig(const char *extra_host, const char *mcp);
 void h_add_app(const char *dir, const char *file, const char *package,
                double timeout_s, const char *app_extra, const char *command,
                const char *const *args);
+
+/* h_add_app whose args are [script,] "--log", log, then opts (NULL or
+ * NULL-terminated; asserts they fit).  script NULL = none. */
+void h_add_logged_app(const char *dir, const char *file, const char *package,
+                      double timeout_s, const char *app_extra,
+                      const char *command, const char *script,
+                      const char *log, const char *const *opts);
 
 /* Write any file under dir (parents created). */
 void h_write(const char *dir, const char *rel, const char *text);
@@ -45,5 +61,48 @@ int h_procs_with(const char *marker);
 
 /* rm -rf dir (bounded to paths under /tmp). */
 void h_rmtree(const char *dir);
+
+/* Asserts tests/peers/node_modules/<rel> exists ("run `npm ci`"). */
+void h_need_peers(const char *rel);
+
+/* CLOCK_MONOTONIC milliseconds. */
+int64_t h_now_ms(void);
+/* ms stretched by AUR_TEST_TIME_SCALE (default 1) for slow runs such as
+ * valgrind: for slack on upper time bounds and for deadlines a test needs
+ * to be met, never for what a test asserts is enforced. */
+int64_t h_slack(int64_t ms);
+
+/* aur_mcp_create on dir (asserted AUR_OK, *h set) then aur_mcp_start;
+ * returns start's rc.  serr is cleared first.  The caller destroys *h. */
+int h_start(const char *dir, struct aur_mcp **h,
+            struct aur_startup_error *serr);
+
+/* aur_mcp_call of tool with args (JSON text, asserted to parse) and the
+ * App's own timeout; *content = the output's content ("" if none). */
+enum aur_call_status h_call(struct aur_mcp *h, const char *tool,
+                            const char *args, char **content);
+
+/* h_call, asserting its status and, unless content is NULL, that the
+ * content is exactly content. */
+void h_expect(struct aur_mcp *h, const char *tool, const char *args,
+              enum aur_call_status status, const char *content);
+
+/* The first App of the status document (transfer; asserted present). */
+struct json_object *h_app_status(struct aur_mcp *h);
+/* Its negotiated_version, "" if none (static buffer). */
+const char *h_negotiated_version(struct aur_mcp *h);
+/* Whether restart_required turned true within ms (polled every 20 ms). */
+bool h_wait_restart_required(struct aur_mcp *h, int ms);
+
+/* The string member key of o (borrowed), or NULL if absent or not a
+ * string. */
+const char *h_str(struct json_object *o, const char *key);
+
+/* The journal under dir reads back and holds exactly the commit kinds
+ * want (NULL-terminated, at most 16), in order. */
+void h_journal_is(const char *dir, const char *const *want);
+
+/* Run s in fork mode; EXIT_SUCCESS when nothing failed. */
+int h_run_suite(Suite *s);
 
 #endif

@@ -38,21 +38,15 @@ static void teardown(void)
 static struct aur_mcp *start_with(const char *era, double timeout,
                                   const char *const *opts)
 {
-    const char *args[40];
-    size_t n = 0;
+    const char *args[40] = {"--era", era};
+    size_t n = 2;
     struct aur_startup_error serr;
-    struct aur_error err;
     struct aur_mcp *h = NULL;
-    args[n++] = "--log";
-    args[n++] = logpath;
-    args[n++] = "--era";
-    args[n++] = era;
-    for (size_t i = 0; opts && opts[i] && n < 38; i++)
+    for (size_t i = 0; opts && opts[i] && n < 39; i++)
         args[n++] = opts[i];
-    args[n] = NULL;
-    h_add_app(dir, "a.ini", PKG, timeout, NULL, fixture, args);
-    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
-    ck_assert_msg(aur_mcp_start(h, &serr, &err) == AUR_OK, "start: %s",
+    h_add_logged_app(dir, "a.ini", PKG, timeout, NULL, fixture, NULL,
+                     logpath, args);
+    ck_assert_msg(h_start(dir, &h, &serr) == AUR_OK, "start: %s",
                   serr.message);
     return h;
 }
@@ -402,12 +396,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return h_run_suite(suite()); }

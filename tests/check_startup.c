@@ -39,48 +39,13 @@ static void teardown(void)
 static void add_fixture(const char *file, const char *pkg, double timeout,
                         const char *const *opts)
 {
-    const char *args[40];
-    size_t n = 0;
-    args[n++] = "--log";
-    args[n++] = logpath;
-    for (size_t i = 0; opts && opts[i] && n < 38; i++)
-        args[n++] = opts[i];
-    args[n] = NULL;
-    h_add_app(dir, file, pkg, timeout, NULL, fixture, args);
+    h_add_logged_app(dir, file, pkg, timeout, NULL, fixture, NULL, logpath,
+                     opts);
 }
 
 static int start(struct aur_mcp **h, struct aur_startup_error *serr)
 {
-    struct aur_error err;
-    int rc;
-    memset(serr, 0, sizeof *serr);
-    *h = NULL;
-    rc = aur_mcp_create(dir, NULL, h, serr, &err);
-    ck_assert_msg(rc == AUR_OK, "create: %s", err.msg);
-    return aur_mcp_start(*h, serr, &err);
-}
-
-static struct json_object *app_status(struct aur_mcp *h, size_t i)
-{
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps;
-    ck_assert(json_object_object_get_ex(st, "apps", &apps));
-    struct json_object *a = json_object_get(json_object_array_get_idx(apps, i));
-    json_object_put(st);
-    return a;
-}
-
-static const char *sget(struct json_object *o, const char *k)
-{
-    struct json_object *v;
-    return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v)
-                                               : NULL;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return h_start(dir, h, serr);
 }
 
 START_TEST(modern_listen_before_list)
@@ -90,9 +55,9 @@ START_TEST(modern_listen_before_list)
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.alpha", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "negotiated_version"), "2026-07-28");
-    ck_assert_str_eq(sget(a, "state"), "ready");
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "negotiated_version"), "2026-07-28");
+    ck_assert_str_eq(h_str(a, "state"), "ready");
     json_object_put(a);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 3);
     ck_assert_str_eq(aur_mcp_tool_at(h, 0)->id, "aur.mcp.org.test.alpha.t0000");
@@ -113,8 +78,8 @@ START_TEST(legacy_server_negotiates_legacy)
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.legacy", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "negotiated_version"), "2025-11-25");
     json_object_put(a);
     ck_assert_int_eq(h_count_lines(logpath, "initialize"), 1);
     ck_assert_int_eq(h_count_lines(logpath, "notifications/initialized"), 1);
@@ -130,8 +95,8 @@ START_TEST(older_legacy_version_accepted)
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.legacy", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "negotiated_version"), "2024-11-05");
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "negotiated_version"), "2024-11-05");
     json_object_put(a);
     aur_mcp_destroy(h);
 }
@@ -159,8 +124,8 @@ START_TEST(probe_exit_respawns_for_initialize)
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.rmcp", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "negotiated_version"), "2025-11-25");
     json_object_put(a);
     ck_assert_int_eq(h_count_lines(logpath, "server/discover"), 1);
     aur_mcp_destroy(h);
@@ -173,13 +138,13 @@ START_TEST(probe_silence_is_legacy)
     const char *opts[] = {"--era", "legacy", "--probe-silent", NULL};
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    int64_t t0 = now_ms();
+    int64_t t0 = h_now_ms();
     add_fixture("a.ini", "org.test.silent", 3, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
     /* The probe gets half the deadline, then a fresh process answers. */
-    ck_assert_int_lt(now_ms() - t0, 1500 + h_slack(1500));
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "negotiated_version"), "2025-11-25");
+    ck_assert_int_lt(h_now_ms() - t0, 1500 + h_slack(1500));
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "negotiated_version"), "2025-11-25");
     json_object_put(a);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
@@ -215,7 +180,7 @@ START_TEST(change_during_startup_repages)
     ck_assert_uint_eq(aur_mcp_tool_count(h), 20);
     /* The stale pass was abandoned and a clean one read all 4 pages. */
     ck_assert_int_ge(h_count_lines(logpath, "tools/list"), 2 + 4);
-    struct json_object *a = app_status(h, 0);
+    struct json_object *a = h_app_status(h);
     ck_assert(!json_object_get_boolean(json_object_object_get(a, "restart_required")));
     json_object_put(a);
     aur_mcp_destroy(h);
@@ -318,10 +283,10 @@ static void expect_deadline(const char *const *opts, double timeout,
 {
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    int64_t t0 = now_ms(), took;
+    int64_t t0 = h_now_ms(), took;
     add_fixture("a.ini", "org.test.hang", timeout, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
-    took = now_ms() - t0;
+    took = h_now_ms() - t0;
     ck_assert_str_eq(serr.phase, phase);
     ck_assert_int_ge(took, (int64_t)(timeout * 1000) - 50);
     ck_assert_int_lt(took, (int64_t)(timeout * 1000) + h_slack(2500));
@@ -439,15 +404,15 @@ START_TEST(first_failure_cancels_and_cleans_up)
     const char *bad[] = {"--era", "modern", "--exit-at", "discover", NULL};
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    int64_t t0 = now_ms();
+    int64_t t0 = h_now_ms();
     add_fixture("a.ini", "org.test.slow", 20, good);
     add_fixture("b.ini", "org.test.dies", 20, bad);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
     /* b failed fast and cancelled a long before its 20 s deadline */
-    ck_assert_int_lt(now_ms() - t0, 8000);
+    ck_assert_int_lt(h_now_ms() - t0, 8000);
     ck_assert_str_eq(serr.app, "org.test.dies");
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "state"), "closed");
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "state"), "closed");
     json_object_put(a);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
@@ -542,13 +507,13 @@ START_TEST(cancel_interrupts_a_hanging_startup)
     struct aur_error err;
     struct aur_mcp *h = NULL;
     pthread_t t;
-    int64_t t0 = now_ms();
+    int64_t t0 = h_now_ms();
     add_fixture("a.ini", "org.test.hang", 30, opts);
     ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
     ck_assert_int_eq(pthread_create(&t, NULL, cancel_when_listing, h), 0);
     ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_E_CANCELLED);
     pthread_join(t, NULL);
-    ck_assert_int_lt(now_ms() - t0, h_slack(5000));
+    ck_assert_int_lt(h_now_ms() - t0, h_slack(5000));
     ck_assert_str_eq(serr.code, "interrupted");
     ck_assert_str_eq(serr.app, "org.test.hang");
     ck_assert_str_eq(serr.phase, "tools/list");
@@ -624,8 +589,8 @@ static void collect(void *ud, const char *line)
     struct json_object *o = json_tokener_parse(line);
     if (l->n < 16 && o) {
         snprintf(l->kinds[l->n], sizeof l->kinds[0], "%s",
-                 sget(o, "kind"));
-        snprintf(l->ids[l->n], sizeof l->ids[0], "%s", sget(o, "commit_id"));
+                 h_str(o, "kind"));
+        snprintf(l->ids[l->n], sizeof l->ids[0], "%s", h_str(o, "commit_id"));
         l->n++;
     }
     json_object_put(o);
@@ -733,8 +698,8 @@ START_TEST(master_switch_off_starts_nothing)
     add_fixture("a.ini", "org.test.off", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 0);
-    struct json_object *a = app_status(h, 0);
-    ck_assert_str_eq(sget(a, "state"), "disabled");
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "state"), "disabled");
     json_object_put(a);
     ck_assert_ptr_null(h_slurp(logpath));
     aur_mcp_destroy(h);
@@ -794,12 +759,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    int failed;
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return h_run_suite(suite()); }

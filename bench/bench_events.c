@@ -2,15 +2,21 @@
  * bench_events.c - throughput of ext-world-events into the real SQLite
  * journal: N valid events (distinct ids) through the plugin's on_notify,
  * as the core's dispatch thread would deliver them, then N more with the
- * same ids (the duplicate path).  Prints events/s for both.
+ * same ids (the duplicate path, as after a restart: a new session).  Each
+ * pass is timed until the session's end_session returned, that is until
+ * every event is committed (the plugin commits in the background), and
+ * the plugin's status counters are checked against N.
  *
- * Usage: bench_events [N] [PLUGIN.so]   (N default 100000)
+ * Usage: bench_events [N] [PLUGIN.so] [--single]   (N default 100000)
+ * --single offers the plugin no world_write_batch (an ABI 1.0 host): one
+ * transaction per event.
  * Not a test: run it by hand.  Scratch files live under /tmp and are
  * removed afterwards.
  */
 #include "aur_setup.h"
 
 #include "journal.h"
+#include "jsonx.h"
 
 #include <dlfcn.h>
 #include <json-c/json.h>
@@ -20,6 +26,7 @@
 #include <unistd.h>
 
 static struct aur__journal *journal;
+static long transactions; /* world_write(_batch) calls, writer thread */
 
 static int64_t now_ms(void)
 {
@@ -53,6 +60,7 @@ static int hwrite(struct aur_self *self, const struct aur_commit *c,
                   struct aur_error *err)
 {
     (void)self;
+    transactions++;
     return aur__journal_append(journal, c, NULL, NULL, err);
 }
 
@@ -64,13 +72,30 @@ static int hint(struct json_object *v, char *buf, size_t size)
     return AUR_OK;
 }
 
-static const struct aur_host host = {
+static int hwrite_batch(struct aur_self *self,
+                        const struct aur_commit *const *v, size_t n,
+                        int *results, struct aur_error *err)
+{
+    (void)self;
+    transactions++;
+    return aur__journal_append_batch(journal, v, n, results, err);
+}
+
+static int hparse(const char *buf, size_t len, struct json_object **out,
+                  struct aur_error *err)
+{
+    return aur__json_parse(buf, len, 128, out, err);
+}
+
+static struct aur_host host = {
     .struct_size = sizeof host,
     .abi_version = AUR_ABI_VERSION,
     .log = hlog,
     .now_ms = now_ms,
     .world_write = hwrite,
+    .json_parse = hparse,
     .json_integer_text = hint,
+    .world_write_batch = hwrite_batch,
 };
 
 static struct json_object *event(long i)
@@ -85,35 +110,75 @@ static struct json_object *event(long i)
     return json_tokener_parse(buf);
 }
 
-/* Push n events; returns the number that failed. */
-static long push(const struct aur_extension_ops *ops, void *st, void *sess,
-                 long n, double *secs)
+static int64_t count_of(const struct aur_extension_ops *ops, void *st,
+                        void *sess, const char *key)
 {
+    struct json_object *o = json_object_new_object(), *v;
+    struct aur_error err;
+    int64_t n = -1;
+    if (ops->status(st, sess, o, &err) == AUR_OK &&
+        json_object_object_get_ex(o, key, &v))
+        n = json_object_get_int64(v);
+    json_object_put(o);
+    return n;
+}
+
+/* One session: push n events, end it (commits what is queued), check
+ * that counter `want` reached n.  Returns the number that failed. */
+static long pass(const struct aur_extension_ops *ops, void *st,
+                 const char *want, long n, double *secs)
+{
+    struct json_object *caps = json_tokener_parse(
+        "{\"extensions\":{\"org.aurorabot/world-events\":{\"version\":1}}}");
+    struct aur_app_info app = {
+        .struct_size = sizeof app, .package = "org.bench.events",
+        .transport = "stdio", .event_mode = "world_events",
+        .version = "2026-07-28", .modern = 1, .self = NULL};
+    struct aur_error err;
+    void *sess = NULL;
     long bad = 0;
-    double t0 = now_s();
+    double t0;
+
+    if (ops->accept_server(st, &app, caps, &sess, &err) != AUR_OK) {
+        fprintf(stderr, "plugin: %s\n", err.msg);
+        json_object_put(caps);
+        return n;
+    }
+    json_object_put(caps);
+    t0 = now_s();
     for (long i = 0; i < n; i++) {
         struct json_object *p = event(i);
-        struct aur_error err;
         aur_error_clear(&err);
         if (ops->on_notify(st, sess, "notifications/org.aurorabot/"
                            "world-events/event", p, 1, &err) != AUR_OK)
             bad++;
         json_object_put(p);
     }
+    ops->end_session(st, sess);
     *secs = now_s() - t0;
+    if (count_of(ops, st, sess, want) != n - bad)
+        bad = n;
     return bad;
 }
 
 int main(int argc, char **argv)
 {
-    long n = argc > 1 ? strtol(argv[1], NULL, 10) : 100000;
-    const char *so = argc > 2 ? argv[2] : AUR_BENCH_PLUGIN;
+    long n = 100000;
+    const char *so = AUR_BENCH_PLUGIN;
     char dir[] = "/tmp/aur-bench-XXXXXX", path[256];
     struct aur_error err;
-    void *st = NULL, *sess = NULL;
-    double t1, t2;
-    int rc = 1;
+    void *st = NULL;
+    double t1 = 0, t2 = 0;
+    int rc = 1, pos = 0;
 
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--single") == 0)
+            host.world_write_batch = NULL;
+        else if (pos++ == 0)
+            n = strtol(argv[i], NULL, 10);
+        else
+            so = argv[i];
+    }
     if (n <= 0 || !mkdtemp(dir))
         return 2;
     snprintf(path, sizeof path, "%s/world.sqlite3", dir);
@@ -130,30 +195,29 @@ int main(int argc, char **argv)
     }
     const struct aur_plugin_desc *d = entry(AUR_ABI_VERSION);
     const struct aur_extension_ops *ops = d->ops;
-    struct json_object *caps = json_tokener_parse(
-        "{\"extensions\":{\"org.aurorabot/world-events\":{\"version\":1}}}");
-    struct aur_app_info app = {
-        .struct_size = sizeof app, .package = "org.bench.events",
-        .transport = "stdio", .event_mode = "world_events",
-        .version = "2026-07-28", .modern = 1, .self = NULL};
-    if (d->init(&host, NULL, NULL, &st, &err) != AUR_OK ||
-        ops->accept_server(st, &app, caps, &sess, &err) != AUR_OK) {
+    if (d->init(&host, NULL, NULL, &st, &err) != AUR_OK) {
         fprintf(stderr, "plugin: %s\n", err.msg);
-        json_object_put(caps);
         goto out;
     }
-    json_object_put(caps);
 
-    long bad1 = push(ops, st, sess, n, &t1);
-    long bad2 = push(ops, st, sess, n, &t2);
+    /* without the batch service the plugin counts repeats of its own
+     * session only: a new session sees them as committed */
+    long bad1 = pass(ops, st, "committed", n, &t1);
+    long tx1 = transactions; /* end_session joined the writer */
+    long bad2 = pass(ops, st,
+                     host.world_write_batch ? "duplicates" : "committed", n,
+                     &t2);
     int64_t count = aur__journal_count(journal);
     printf("new events:       %ld in %.3f s = %.0f events/s (%ld failed)\n",
            n, t1, (double)n / t1, bad1);
     printf("duplicate events: %ld in %.3f s = %.0f events/s (%ld failed)\n",
            n, t2, (double)n / t2, bad2);
-    printf("journal commits:  %lld\n", (long long)count);
+    printf("journal commits:  %lld (%s); new-event pass: %ld "
+           "transactions, %.1f events each\n",
+           (long long)count,
+           host.world_write_batch ? "batched" : "one transaction per event",
+           tx1, (double)n / (double)(tx1 ? tx1 : 1));
     rc = bad1 || bad2 || count != n;
-    ops->end_session(st, sess);
     d->fini(st);
 out:
     if (dl)

@@ -63,13 +63,25 @@ static const char *const stmt_sql[AUR__JST_N] = {
                       " FROM world_commits WHERE commit_id = ?1",
     [AUR__JST_SCOPES] = "SELECT scope, sequence FROM world_commit_scopes"
                         " WHERE commit_seq = ?1 ORDER BY scope",
+    /* Not OR IGNORE (which would save the look-up before it): an ignored
+     * insert still uses up an AUTOINCREMENT value, and seq must stay
+     * dense. */
     [AUR__JST_INSERT] = "INSERT INTO world_commits(commit_id, kind, source,"
                         " summary, occurred_at, data)"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    /* VALUES with a scalar subquery, not INSERT ... SELECT: reading the
+     * table being inserted into makes SQLite buffer the SELECT in an
+     * ephemeral table, which cost more than the rest of the insert */
     [AUR__JST_INSERT_SCOPE] =
         "INSERT INTO world_commit_scopes(commit_seq, scope, sequence)"
-        " SELECT ?1, ?2, COALESCE(MAX(sequence), 0) + 1"
-        " FROM world_commit_scopes WHERE scope = ?2",
+        " VALUES (?1, ?2, (SELECT COALESCE(MAX(sequence), 0) + 1"
+        " FROM world_commit_scopes WHERE scope = ?2))",
+    /* a batch reads each scope's max once and counts on from there */
+    [AUR__JST_SCOPE_MAX] = "SELECT COALESCE(MAX(sequence), 0)"
+                           " FROM world_commit_scopes WHERE scope = ?1",
+    [AUR__JST_INSERT_AT] =
+        "INSERT INTO world_commit_scopes(commit_seq, scope, sequence)"
+        " VALUES (?1, ?2, ?3)",
     [AUR__JST_COUNT] = "SELECT COUNT(*) FROM world_commits",
     [AUR__JST_MAX_SEQ] = "SELECT COALESCE(MAX(seq), 0) FROM world_commits",
     [AUR__JST_PAGE] = "SELECT " PAGE_COLS " FROM world_commits"
@@ -282,6 +294,14 @@ int aur__journal_open(const char *path, struct aur__journal **out,
     sqlite3_busy_timeout(j->db, 5000);
     /* the first statement reads the header: a foreign file fails here */
     rc = set_wal(j, path, err);
+    /* WAL with synchronous=NORMAL: a commit is appended to the WAL
+     * without fsync; the WAL is synced at each checkpoint.  SQLite
+     * documents this as safe for WAL: no crash or power loss corrupts the
+     * file, and a process crash loses nothing committed; only a power
+     * loss or OS crash may roll back the commits since the last
+     * checkpoint, which fits best-effort events (no ack, no replay).
+     * Foreign keys stay on: a rowid look-up per scope row is what it
+     * costs to make a scope row without its commit impossible. */
     if (rc == AUR_OK)
         rc = exec(j, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON",
                   path, err);

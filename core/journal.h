@@ -32,11 +32,12 @@ int aur__journal_append(struct aur__journal *j, const struct aur_commit *c,
 
 /*
  * Append v[0..n) in one transaction.  results[i] (writable, n entries):
- * AUR_OK = inserted, 1 = already present with the same content,
- * AUR_E_CONFLICT, or AUR_E_INVAL for an invalid commit; neither of the
- * last two stops the others, and nothing of such an item is written.
- * Returns AUR_OK once the transaction committed.  A storage failure
- * undoes the whole batch: AUR_E_JOURNAL (or AUR_E_NOMEM) and every
+ * AUR_OK = inserted; AUR_DECLINE (1) = already present with the same
+ * content (also when an earlier item of this batch wrote it), nothing
+ * written; AUR_E_CONFLICT; AUR_E_INVAL for an invalid commit.  None of
+ * the last three stops the others, and nothing of such an item is
+ * written.  Returns AUR_OK once the transaction committed.  A storage
+ * failure undoes the whole batch: AUR_E_JOURNAL (or AUR_E_NOMEM) and every
  * results[i] set to it.  v and its commits borrowed.
  */
 int aur__journal_append_batch(struct aur__journal *j,

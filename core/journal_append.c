@@ -2,9 +2,11 @@
  * journal_append.c - validating and writing world commits, idempotently
  * by commit_id (aurora-semantics §2.5, §8.4).
  *
- * Every append is one BEGIN IMMEDIATE transaction: the look-up of the id,
- * the comparison and the insert see one state of the file even when
- * another process writes the same journal.
+ * Every append is one BEGIN IMMEDIATE transaction (a batch shares one):
+ * the look-up of the id, the comparison and the insert see one
+ * state of the file even when another process writes the same journal.
+ * Per new commit: one look-up, one INSERT, one INSERT per scope (a batch
+ * reads each scope's max sequence once); cached statements, no snprintf.
  */
 #include "aur_setup.h"
 
@@ -97,18 +99,37 @@ static int days_in(int y, int m)
     return m == 2 && leap ? 29 : d[m - 1];
 }
 
-/* The stored form: seconds, plus microseconds when not zero. */
+static char *put_digits(char *p, long v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v /= 10)
+        p[i] = (char)('0' + v % 10);
+    return p + n;
+}
+
+/* The stored form: seconds, plus microseconds when not zero.  By hand,
+ * not snprintf: it runs for every commit.  size >= 28. */
 static void format_time(char *out, size_t size, const struct tm *t,
                         long usec)
 {
-    if (usec)
-        snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
-                 t->tm_year + 1900, t->tm_mon + 1, t->tm_mday, t->tm_hour,
-                 t->tm_min, t->tm_sec, usec);
-    else
-        snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02dZ",
-                 t->tm_year + 1900, t->tm_mon + 1, t->tm_mday, t->tm_hour,
-                 t->tm_min, t->tm_sec);
+    char *p = out;
+    (void)size;
+    p = put_digits(p, t->tm_year + 1900L, 4);
+    *p++ = '-';
+    p = put_digits(p, t->tm_mon + 1L, 2);
+    *p++ = '-';
+    p = put_digits(p, t->tm_mday, 2);
+    *p++ = 'T';
+    p = put_digits(p, t->tm_hour, 2);
+    *p++ = ':';
+    p = put_digits(p, t->tm_min, 2);
+    *p++ = ':';
+    p = put_digits(p, t->tm_sec, 2);
+    if (usec) {
+        *p++ = '.';
+        p = put_digits(p, usec, 6);
+    }
+    *p++ = 'Z';
+    *p = '\0';
 }
 
 /* RFC 3339 in UTC ("Z"), fraction of up to 9 digits (kept to the
@@ -323,12 +344,102 @@ static int same_scopes(struct aur__journal *j, int64_t seq,
     return rc;
 }
 
+/*
+ * Next sequence of each scope within one batch's transaction: the write
+ * lock keeps every other writer out until COMMIT, so after one read of a
+ * scope's max the batch can count on by itself.  Scopes are borrowed
+ * from the batch's commits; the cache dies with the transaction.  Full =
+ * the rest ask SQLite each time.
+ */
+struct seq_cache {
+    struct seq_slot {
+        const char *scope;
+        int64_t next;
+    } *v;
+    size_t cap, n; /* cap a power of two */
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of scope (found or free), or NULL when the cache is full. */
+static struct seq_slot *cache_slot(struct seq_cache *sc, const char *scope)
+{
+    size_t i;
+    if (!sc || !sc->v)
+        return NULL;
+    for (i = (size_t)hash_str(scope) & (sc->cap - 1); sc->v[i].scope;
+         i = (i + 1) & (sc->cap - 1))
+        if (strcmp(sc->v[i].scope, scope) == 0)
+            return &sc->v[i];
+    return sc->n * 2 < sc->cap ? &sc->v[i] : NULL;
+}
+
+static int scope_max(struct aur__journal *j, const char *scope, int64_t *out,
+                     struct aur_error *err)
+{
+    sqlite3_stmt *st = j->st[AUR__JST_SCOPE_MAX];
+    int src, rc = AUR_OK;
+    sqlite3_bind_text(st, 1, scope, -1, SQLITE_STATIC);
+    src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        *out = sqlite3_column_int64(st, 0);
+    else
+        rc = aur__journal_db_fail(j, src, "reading scope sequence", err);
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* One scope row of commit seq: sequence max + 1, from the cache if it
+ * can, else by SQLite's subquery. */
+static int insert_scope(struct aur__journal *j, int64_t seq,
+                        const char *scope, struct seq_cache *sc,
+                        struct aur_error *err)
+{
+    struct seq_slot *slot = cache_slot(sc, scope);
+    sqlite3_stmt *st;
+    int64_t next = 0;
+    int src, rc;
+
+    if (slot && !slot->scope) {
+        rc = scope_max(j, scope, &next, err);
+        if (rc != AUR_OK)
+            return rc;
+        next++;
+    } else if (slot) {
+        next = slot->next;
+    }
+    st = j->st[slot ? AUR__JST_INSERT_AT : AUR__JST_INSERT_SCOPE];
+    sqlite3_bind_int64(st, 1, seq);
+    sqlite3_bind_text(st, 2, scope, -1, SQLITE_STATIC);
+    if (slot)
+        sqlite3_bind_int64(st, 3, next);
+    src = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE)
+        return aur__journal_db_fail(j, src, "inserting scope", err);
+    if (slot) {
+        if (!slot->scope) {
+            slot->scope = scope;
+            sc->n++;
+        }
+        slot->next = next + 1;
+    }
+    return AUR_OK;
+}
+
+/* Insert p's row, then its scope rows. */
 static int insert(struct aur__journal *j, const struct prep *p, int64_t *seq,
-                  struct aur_error *err)
+                  struct seq_cache *sc, struct aur_error *err)
 {
     sqlite3_stmt *st = j->st[AUR__JST_INSERT];
     size_t i;
-    int src, rc;
+    int rc;
 
     sqlite3_bind_text(st, 1, p->c->commit_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, p->c->kind, -1, SQLITE_STATIC);
@@ -342,21 +453,18 @@ static int insert(struct aur__journal *j, const struct prep *p, int64_t *seq,
     *seq = sqlite3_last_insert_rowid(j->db);
     /* sorted order, so concurrent writers of overlapping scope sets take
      * sequences in one order (the transaction already serialises them) */
-    st = j->st[AUR__JST_INSERT_SCOPE];
     for (i = 0; i < p->n_scopes; i++) {
-        sqlite3_bind_int64(st, 1, *seq);
-        sqlite3_bind_text(st, 2, p->scopes[i], -1, SQLITE_STATIC);
-        src = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (src != SQLITE_DONE)
-            return aur__journal_db_fail(j, src, "inserting scope", err);
+        rc = insert_scope(j, *seq, p->scopes[i], sc, err);
+        if (rc != AUR_OK)
+            return rc;
     }
     return AUR_OK;
 }
 
 /* Append p inside the open transaction. */
 static int append_in_txn(struct aur__journal *j, struct prep *p,
-                         int64_t *seq, int *inserted, struct aur_error *err)
+                         struct seq_cache *sc, int64_t *seq, int *inserted,
+                         struct aur_error *err)
 {
     sqlite3_stmt *st = j->st[AUR__JST_FIND];
     const struct aur_commit *c = p->c;
@@ -409,7 +517,7 @@ static int append_in_txn(struct aur__journal *j, struct prep *p,
         *seq = old_seq;
         return AUR_OK;
     }
-    rc = insert(j, p, seq, err);
+    rc = insert(j, p, seq, sc, err);
     if (rc == AUR_OK)
         *inserted = 1;
     return rc;
@@ -434,7 +542,7 @@ int aur__journal_append(struct aur__journal *j, const struct aur_commit *c,
     pthread_mutex_lock(&j->mu);
     rc = step_once(j, AUR__JST_BEGIN, "begin", err);
     if (rc == AUR_OK)
-        rc = finish(j, append_in_txn(j, &p, &s, &ins, err), err);
+        rc = finish(j, append_in_txn(j, &p, NULL, &s, &ins, err), err);
     pthread_mutex_unlock(&j->mu);
     prep_free(&p);
     if (rc == AUR_OK) {
@@ -450,6 +558,7 @@ int aur__journal_append_batch(struct aur__journal *j,
                               const struct aur_commit *const *v, size_t n,
                               int *results, struct aur_error *err)
 {
+    struct seq_cache sc = {0};
     size_t i;
     int rc;
 
@@ -457,6 +566,10 @@ int aur__journal_append_batch(struct aur__journal *j,
         return aur_fail(err, AUR_E_INVAL, 0, "journal: bad arguments");
     if (n == 0)
         return AUR_OK;
+    /* room for two scopes a commit at half load; no memory = no cache */
+    for (sc.cap = 16; sc.cap < 4 * n && sc.cap < (1u << 20);)
+        sc.cap *= 2;
+    sc.v = calloc(sc.cap, sizeof *sc.v);
     pthread_mutex_lock(&j->mu);
     rc = step_once(j, AUR__JST_BEGIN, "begin", err);
     for (i = 0; i < n && rc == AUR_OK; i++) {
@@ -464,14 +577,14 @@ int aur__journal_append_batch(struct aur__journal *j,
         int64_t s;
         int ins = 0, r = prepare(v[i], &p, NULL);
         if (r == AUR_OK)
-            r = append_in_txn(j, &p, &s, &ins, err);
+            r = append_in_txn(j, &p, &sc, &s, &ins, err);
         prep_free(&p);
         /* conflicts are detected before anything of the item is written,
          * so only a storage failure needs the whole batch undone */
         if (r == AUR_E_JOURNAL || r == AUR_E_NOMEM)
             rc = r;
         else
-            results[i] = r != AUR_OK ? r : ins ? AUR_OK : 1;
+            results[i] = r != AUR_OK ? r : ins ? AUR_OK : AUR_DECLINE;
     }
     if (rc == AUR_OK) {
         rc = step_once(j, AUR__JST_COMMIT, "commit", err);
@@ -481,6 +594,7 @@ int aur__journal_append_batch(struct aur__journal *j,
         rollback(j);
     }
     pthread_mutex_unlock(&j->mu);
+    free(sc.v);
     if (rc != AUR_OK)
         for (i = 0; i < n; i++)
             results[i] = rc;

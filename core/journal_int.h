@@ -33,6 +33,8 @@ enum aur__jst {
     AUR__JST_SCOPES,       /* (scope, sequence) of one commit, by scope */
     AUR__JST_INSERT,       /* one world_commits row */
     AUR__JST_INSERT_SCOPE, /* one scope row with sequence = max + 1 */
+    AUR__JST_SCOPE_MAX,    /* the highest sequence of one scope */
+    AUR__JST_INSERT_AT,    /* one scope row with a given sequence */
     AUR__JST_COUNT,        /* COUNT(*) */
     AUR__JST_MAX_SEQ,      /* MAX(seq) */
     AUR__JST_PAGE,         /* commits in (after, upto], seq order */

@@ -1,20 +1,30 @@
 /*
  * check_ext_world_events.c - unit tests of plugins/ext-world-events: the
  * .so is dlopened and driven through its aur_extension_ops with a small
- * test host whose world_write keeps commits in memory with the journal's
- * idempotency rule (aurora-semantics §2.5, §4.3, §8).
+ * test host whose world_write / world_write_batch keep commits in memory
+ * with the journal's idempotency rule (aurora-semantics §2.5, §4.3, §8).
+ *
+ * The plugin commits from a writer thread of its own, so the host's
+ * store is guarded by a mutex, and a test reads it only after the plugin
+ * says nothing is queued any more (settle) or after end_session.  A gate
+ * can hold the writer inside world_write_batch so that a test decides
+ * which events share a transaction.
  */
 #define _GNU_SOURCE 1
 #include <aurora/aur_plugin.h>
 #include <check.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PLUGIN_SO AUR_TEST_BIN_DIR "/plugins/ext-world-events.so"
 #define PKG "org.test.app"
@@ -41,12 +51,22 @@ static int write_calls;
 static char logbuf[65536];
 static size_t loglen;
 
+/* host state shared with the plugin's writer thread */
+static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hcv = PTHREAD_COND_INITIALIZER;
+static bool gate_closed;     /* world_write_batch waits while set */
+static int batch_calls;      /* world_write_batch calls entered */
+static size_t batch_sizes[16];
+static int batch_delay_ms;   /* each world_write_batch sleeps this long */
+static const char *fail_summary; /* a batch holding it fails whole */
+
 static void t_log(struct aur_self *self, int level, const char *fmt, ...)
     AUR_PRINTF(3, 4);
 static void t_log(struct aur_self *self, int level, const char *fmt, ...)
 {
     va_list ap;
     (void)self;
+    pthread_mutex_lock(&hmu);
     loglen += (size_t)snprintf(logbuf + loglen, sizeof logbuf - loglen,
                                "%d ", level);
     va_start(ap, fmt);
@@ -54,6 +74,7 @@ static void t_log(struct aur_self *self, int level, const char *fmt, ...)
                                 ap);
     va_end(ap);
     loglen += (size_t)snprintf(logbuf + loglen, sizeof logbuf - loglen, "\n");
+    pthread_mutex_unlock(&hmu);
     ck_assert_uint_lt(loglen, sizeof logbuf);
 }
 
@@ -96,13 +117,12 @@ static size_t scope_set(const struct aur_commit *c, char **out)
     return k;
 }
 
-static int t_write(struct aur_self *self, const struct aur_commit *c,
-                   struct aur_error *err)
+/* One commit against the store (hmu held): AUR_OK = written,
+ * AUR_DECLINE = present with the same content, AUR_E_CONFLICT. */
+static int store(const struct aur_commit *c, struct aur_error *err)
 {
     char *sc[4];
     size_t n;
-    (void)self;
-    write_calls++;
     ck_assert_ptr_nonnull(c->commit_id);
     ck_assert(json_object_is_type(c->data, json_type_object));
     n = scope_set(c, sc);
@@ -119,7 +139,7 @@ static int t_write(struct aur_self *self, const struct aur_commit *c,
         for (size_t k = 0; k < n; k++)
             free(sc[k]);
         if (same)
-            return AUR_OK;
+            return AUR_DECLINE;
         return aur_fail(err, AUR_E_CONFLICT, 0, "commit id %s reused",
                         c->commit_id);
     }
@@ -137,6 +157,61 @@ static int t_write(struct aur_self *self, const struct aur_commit *c,
     return AUR_OK;
 }
 
+/* The ABI 1.0 service: "present" and "written" both answer AUR_OK. */
+static int t_write(struct aur_self *self, const struct aur_commit *c,
+                   struct aur_error *err)
+{
+    int rc;
+    (void)self;
+    pthread_mutex_lock(&hmu);
+    write_calls++;
+    rc = store(c, err);
+    pthread_mutex_unlock(&hmu);
+    return rc == AUR_DECLINE ? AUR_OK : rc;
+}
+
+static bool wait_gate(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    while (gate_closed)
+        if (pthread_cond_timedwait(&hcv, &hmu, &ts) == ETIMEDOUT)
+            return false;
+    return true;
+}
+
+/* The ABI 1.1 service, all or nothing like the journal's transaction. */
+static int t_write_batch(struct aur_self *self,
+                         const struct aur_commit *const *v, size_t n,
+                         int *results, struct aur_error *err)
+{
+    bool opened;
+    (void)self;
+    ck_assert_uint_gt(n, 0);
+    if (batch_delay_ms)
+        usleep((useconds_t)batch_delay_ms * 1000);
+    pthread_mutex_lock(&hmu);
+    if (batch_calls < 16)
+        batch_sizes[batch_calls] = n;
+    batch_calls++;
+    pthread_cond_broadcast(&hcv);
+    opened = wait_gate();
+    for (size_t i = 0; i < n && fail_summary; i++)
+        if (strcmp(v[i]->summary, fail_summary) == 0)
+            opened = false;
+    if (!opened) {
+        pthread_mutex_unlock(&hmu);
+        for (size_t i = 0; i < n; i++)
+            results[i] = AUR_E_JOURNAL;
+        return aur_fail(err, AUR_E_JOURNAL, 0, "journal: injected failure");
+    }
+    for (size_t i = 0; i < n; i++)
+        results[i] = store(v[i], NULL);
+    pthread_mutex_unlock(&hmu);
+    return AUR_OK;
+}
+
 static const struct aur_host H = {
     .struct_size = sizeof H,
     .abi_version = AUR_ABI_VERSION,
@@ -144,14 +219,18 @@ static const struct aur_host H = {
     .now_ms = t_now,
     .world_write = t_write,
     .json_integer_text = t_int_text,
+    .world_write_batch = t_write_batch,
 };
+
+/* An ABI 1.0 host: the vtable ends before world_write_batch. */
+static struct aur_host H10;
 
 static int self_tag;
 static const struct aur_plugin_desc *D;
 static const struct aur_extension_ops *OPS;
 static void *ST;
 
-static void setup(void)
+static void load(const struct aur_host *host)
 {
     struct aur_error err;
     void *dl = dlopen(PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
@@ -161,9 +240,23 @@ static void setup(void)
     D = entry(AUR_ABI_VERSION);
     ck_assert_ptr_nonnull(D);
     OPS = D->ops;
-    ck_assert_int_eq(D->init(&H, (struct aur_self *)&self_tag, NULL, &ST,
+    ck_assert_int_eq(D->init(host, (struct aur_self *)&self_tag, NULL, &ST,
                              &err),
                      AUR_OK);
+}
+
+static void setup(void)
+{
+    load(&H);
+}
+
+static void setup_abi10(void)
+{
+    H10 = H;
+    H10.world_write_batch = NULL;
+    H10.struct_size = (uint32_t)offsetof(struct aur_host, world_write_batch);
+    H10.abi_version = AUR_ABI_MKVER(1, 0);
+    load(&H10);
 }
 
 static void teardown(void)
@@ -226,9 +319,35 @@ static void *legacy_session(void)
     return s;
 }
 
-/* on_notify with params as JSON text. */
-static int notify(void *sess, const char *method, const char *params_json,
-                  int active, struct aur_error *err)
+/* A counter of sess's status (-1 if absent). */
+static int64_t count_of(void *sess, const char *key)
+{
+    struct json_object *o = json_object_new_object(), *v, *why;
+    struct aur_error err;
+    int64_t n = -1;
+    ck_assert_int_eq(OPS->status(ST, sess, o, &err), AUR_OK);
+    if (json_object_object_get_ex(o, key, &v))
+        n = json_object_get_int64(v);
+    else if (json_object_object_get_ex(o, "rejected_by_reason", &why) &&
+             json_object_object_get_ex(why, key, &v))
+        n = json_object_get_int64(v);
+    json_object_put(o);
+    return n;
+}
+
+/* Wait (bounded) until the journal has answered for every queued event of
+ * sess; then the store and the counters are final for what was sent. */
+static void settle(void *sess)
+{
+    for (int i = 0; i < 10000 && count_of(sess, "queued") != 0; i++)
+        usleep(1000);
+    ck_assert_int_eq(count_of(sess, "queued"), 0);
+}
+
+/* on_notify with params as JSON text; no waiting. */
+static int notify_async(void *sess, const char *method,
+                        const char *params_json, int active,
+                        struct aur_error *err)
 {
     struct json_object *p = json_tokener_parse(params_json);
     int rc;
@@ -236,6 +355,37 @@ static int notify(void *sess, const char *method, const char *params_json,
     rc = OPS->on_notify(ST, sess, method, p, active, err);
     json_object_put(p);
     return rc;
+}
+
+/* The same, then settle: what a test reads afterwards is final. */
+static int notify(void *sess, const char *method, const char *params_json,
+                  int active, struct aur_error *err)
+{
+    int rc = notify_async(sess, method, params_json, active, err);
+    if (sess)
+        settle(sess);
+    return rc;
+}
+
+static void wait_batch_calls(int n)
+{
+    pthread_mutex_lock(&hmu);
+    for (int i = 0; i < 1000 && batch_calls < n; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&hcv, &hmu, &ts);
+    }
+    ck_assert_int_ge(batch_calls, n);
+    pthread_mutex_unlock(&hmu);
+}
+
+static void open_gate(void)
+{
+    pthread_mutex_lock(&hmu);
+    gate_closed = false;
+    pthread_cond_broadcast(&hcv);
+    pthread_mutex_unlock(&hmu);
 }
 
 #define VALID                                                                \
@@ -691,16 +841,22 @@ START_TEST(idempotent_by_event_id)
                1, &err),
         AUR_OK);
     ck_assert_uint_eq(ncommits, 1);
-    /* same id, other content: conflict, nothing written, no values */
+    ck_assert_int_eq(count_of(s, "committed"), 1);
+    ck_assert_int_eq(count_of(s, "duplicates"), 2);
+    /* same id, other content: accepted for the journal, which refuses it:
+     * a conflict, nothing written, no values in the log */
     ck_assert_int_eq(notify(s, EV_METHOD,
                             EV(D_ID, D_SC, "\"qq.message.group\"", D_AT,
                                "\"SECRET other\"",
                                ",\"data\":{\"text\":\"SECRET data\"}"),
                             1, &err),
-                     AUR_E_CONFLICT);
-    ck_assert_int_eq(err.code, AUR_E_CONFLICT);
-    ck_assert_ptr_null(strstr(err.msg, "SECRET"));
-    ck_assert_ptr_null(strstr(err.msg, "ev-1"));
+                     AUR_OK);
+    ck_assert_int_eq(count_of(s, "rejected"), 1);
+    ck_assert_int_eq(count_of(s, "commit_conflict"), 1);
+    ck_assert_int_eq(count_of(s, "journal_error"), 0);
+    ck_assert_ptr_nonnull(strstr(logbuf, "1 rejected: event_id already "
+                                         "committed with different content"));
+    ck_assert_ptr_null(strstr(logbuf, "ev-1"));
     ck_assert_uint_eq(ncommits, 1);
     ck_assert_str_eq(commits[0].summary, "SECRET summary");
     /* another App, same event id: its own commit */
@@ -823,6 +979,175 @@ START_TEST(world_mode_ignores_log_messages)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- */
+/* Batching (the writer thread)                                     */
+/* ---------------------------------------------------------------- */
+
+#define EVN(id, summary) EV("\"" id "\"", D_SC, D_KI, D_AT, summary, "")
+
+/* A lone event is committed without any further event or a shutdown. */
+START_TEST(single_event_committed_promptly)
+{
+    void *s = world_session(PKG);
+    struct aur_error err;
+    ck_assert_int_eq(notify_async(s, EV_METHOD, VALID, 1, &err), AUR_OK);
+    for (int i = 0; i < 5000 && count_of(s, "committed") < 1; i++)
+        usleep(1000);
+    ck_assert_int_eq(count_of(s, "committed"), 1);
+    ck_assert_int_eq(count_of(s, "queued"), 0);
+    pthread_mutex_lock(&hmu);
+    ck_assert_uint_eq(ncommits, 1);
+    ck_assert_str_eq(commits[0].commit_id, "mcp:" PKG ":event:ev-1");
+    pthread_mutex_unlock(&hmu);
+    ck_assert_int_eq(batch_calls, 1);
+    ck_assert_int_eq(write_calls, 0);
+}
+END_TEST
+
+/* Events queued while a transaction runs form the next one; a repeat
+ * inside it is a duplicate and a same-id-other-content a conflict, each
+ * counted once. */
+START_TEST(batch_with_duplicates_inside)
+{
+    void *s = world_session(PKG);
+    struct aur_error err;
+    gate_closed = true;
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("a", D_SU), 1, &err),
+                     AUR_OK);
+    wait_batch_calls(1); /* the writer now waits inside batch 1 */
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("x", D_SU), 1, &err),
+                     AUR_OK);
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("x", D_SU), 1, &err),
+                     AUR_OK);
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("y", D_SU), 1, &err),
+                     AUR_OK);
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("x", "\"other\""), 1,
+                                  &err),
+                     AUR_OK);
+    ck_assert_int_eq(count_of(s, "queued"), 5);
+    ck_assert_int_eq(count_of(s, "committed"), 0);
+    open_gate();
+    settle(s);
+    ck_assert_int_eq(batch_calls, 2);
+    ck_assert_uint_eq(batch_sizes[0], 1);
+    ck_assert_uint_eq(batch_sizes[1], 4);
+    ck_assert_uint_eq(ncommits, 3);
+    ck_assert_str_eq(commits[1].commit_id, "mcp:" PKG ":event:x");
+    ck_assert_str_eq(commits[1].summary, "SECRET summary");
+    ck_assert_int_eq(count_of(s, "committed"), 3);
+    ck_assert_int_eq(count_of(s, "duplicates"), 1);
+    ck_assert_int_eq(count_of(s, "rejected"), 1);
+    ck_assert_int_eq(count_of(s, "commit_conflict"), 1);
+}
+END_TEST
+
+/* A journal failure undoes the whole batch: each of its events counts as
+ * journal_error, none is written, and later events are committed. */
+START_TEST(journal_error_fails_whole_batch)
+{
+    void *s = world_session(PKG);
+    struct aur_error err;
+    gate_closed = true;
+    fail_summary = "boom";
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("a", D_SU), 1, &err),
+                     AUR_OK);
+    wait_batch_calls(1);
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("b", D_SU), 1, &err),
+                     AUR_OK);
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("c", "\"boom\""), 1,
+                                  &err),
+                     AUR_OK);
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("d", D_SU), 1, &err),
+                     AUR_OK);
+    open_gate();
+    settle(s);
+    ck_assert_int_eq(batch_calls, 2);
+    ck_assert_uint_eq(ncommits, 1);
+    ck_assert_str_eq(commits[0].commit_id, "mcp:" PKG ":event:a");
+    ck_assert_int_eq(count_of(s, "committed"), 1);
+    ck_assert_int_eq(count_of(s, "rejected"), 3);
+    ck_assert_int_eq(count_of(s, "journal_error"), 3);
+    ck_assert_int_eq(count_of(s, "commit_conflict"), 0);
+    ck_assert_ptr_nonnull(strstr(logbuf, "3 rejected: journal_error"));
+    ck_assert_ptr_null(strstr(logbuf, "SECRET"));
+    /* the App goes on: b is not lost for good, a retry commits it */
+    ck_assert_int_eq(notify(s, EV_METHOD, EVN("b", D_SU), 1, &err), AUR_OK);
+    ck_assert_uint_eq(ncommits, 2);
+    ck_assert_int_eq(count_of(s, "committed"), 2);
+}
+END_TEST
+
+/* end_session commits everything still queued before it returns; what
+ * arrives after it is dropped, never committed. */
+START_TEST(end_session_flushes_queue)
+{
+    void *s = world_session(PKG);
+    struct aur_error err;
+    char buf[512];
+    batch_delay_ms = 20; /* events pile up behind a slow journal */
+    for (int i = 0; i < 50; i++) {
+        snprintf(buf, sizeof buf, EV("\"e%d\"", D_SC, D_KI, D_AT, D_SU, ""),
+                 i);
+        ck_assert_int_eq(notify_async(s, EV_METHOD, buf, 1, &err), AUR_OK);
+    }
+    OPS->end_session(ST, s);
+    ck_assert_uint_eq(ncommits, 50);
+    ck_assert_int_eq(count_of(s, "committed"), 50);
+    ck_assert_int_eq(count_of(s, "queued"), 0);
+    ck_assert_int_lt(batch_calls, 50); /* they were batched */
+    ck_assert_ptr_nonnull(strstr(logbuf, "events: 50 accepted"));
+    ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("late", D_SU), 1, &err),
+                     AUR_DECLINE);
+    ck_assert_int_eq(count_of(s, "dropped_inactive"), 1);
+    ck_assert_uint_eq(ncommits, 50);
+}
+END_TEST
+
+/* fini (host shutdown without end_session) commits the queue too. */
+START_TEST(fini_flushes_queue)
+{
+    void *s = world_session(PKG);
+    struct aur_error err;
+    char buf[512];
+    batch_delay_ms = 20;
+    for (int i = 0; i < 30; i++) {
+        snprintf(buf, sizeof buf, EV("\"f%d\"", D_SC, D_KI, D_AT, D_SU, ""),
+                 i);
+        ck_assert_int_eq(notify_async(s, EV_METHOD, buf, 1, &err), AUR_OK);
+    }
+    D->fini(ST);
+    ST = NULL;
+    ck_assert_uint_eq(ncommits, 30);
+}
+END_TEST
+
+/* An ABI 1.0 host (no world_write_batch): one world_write per event, and
+ * repeats told apart by the session's own memory of ids. */
+START_TEST(abi10_host_one_write_per_event)
+{
+    void *s = world_session(PKG);
+    struct aur_error err;
+    ck_assert_int_eq(notify(s, EV_METHOD, VALID, 1, &err), AUR_OK);
+    ck_assert_int_eq(notify(s, EV_METHOD, VALID, 1, &err), AUR_OK);
+    ck_assert_int_eq(notify(s, EV_METHOD, EVN("ev-2", D_SU), 1, &err),
+                     AUR_OK);
+    ck_assert_int_eq(notify(s, EV_METHOD,
+                            EV(D_ID, D_SC, "\"qq.message.group\"", D_AT,
+                               "\"SECRET other\"", ""),
+                            1, &err),
+                     AUR_OK);
+    ck_assert_int_eq(write_calls, 4);
+    ck_assert_int_eq(batch_calls, 0);
+    ck_assert_uint_eq(ncommits, 2);
+    ck_assert_int_eq(count_of(s, "committed"), 2);
+    ck_assert_int_eq(count_of(s, "duplicates"), 1);
+    ck_assert_int_eq(count_of(s, "commit_conflict"), 1);
+    OPS->end_session(ST, s);
+    ck_assert_ptr_nonnull(
+        strstr(logbuf, "2 accepted, 1 duplicates, 1 rejected"));
+}
+END_TEST
+
 static Suite *we_suite(void)
 {
     Suite *su = suite_create("ext_world_events");
@@ -864,6 +1189,20 @@ static Suite *we_suite(void)
     tcase_add_test(tc, dropped_after_end_session);
     tcase_add_test(tc, legacy_logger_routing);
     tcase_add_test(tc, world_mode_ignores_log_messages);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("batch");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, single_event_committed_promptly);
+    tcase_add_test(tc, batch_with_duplicates_inside);
+    tcase_add_test(tc, journal_error_fails_whole_batch);
+    tcase_add_test(tc, end_session_flushes_queue);
+    tcase_add_test(tc, fini_flushes_queue);
+    suite_add_tcase(su, tc);
+
+    tc = tcase_create("abi10_host");
+    tcase_add_checked_fixture(tc, setup_abi10, teardown);
+    tcase_add_test(tc, abi10_host_one_write_per_event);
     suite_add_tcase(su, tc);
     return su;
 }

@@ -439,6 +439,61 @@ START_TEST(flood_committed_without_loss)
 }
 END_TEST
 
+/* Shutdown in the middle of a flood: the plugin commits what it queued
+ * before the journal closes, so the journal holds exactly the events the
+ * session counted as committed (its last log line, written after the
+ * flush), and at least what status showed as committed or queued. */
+START_TEST(shutdown_mid_flood_loses_nothing_accepted)
+{
+    const char *opts[] = {"--extensions", CAPS, "--event-flood", "100000",
+                          NULL};
+    struct aur_error err;
+    size_t n = 0;
+    unsigned long long logged = 0;
+    int64_t seen = 0;
+    add_fixture("a.ini", PKG, "world_events", "modern", opts);
+    struct aur_mcp *h = start_ok();
+    call_ok(h, "aur.mcp." PKG ".t0000");
+    for (int i = 0; i < 2000 && status_count(h, "committed") < 1000; i++)
+        usleep(5000);
+    ck_assert_int_ge(status_count(h, "committed"), 1000);
+    /* one status read, whose counts add up (committed + queued never
+     * counts an event twice) */
+    {
+        struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we,
+                           *v;
+        ck_assert(json_object_object_get_ex(st, "apps", &apps));
+        ck_assert(json_object_object_get_ex(
+            json_object_array_get_idx(apps, 0), "extension_status", &xs));
+        ck_assert(json_object_object_get_ex(xs, "org.aurorabot/world-events",
+                                            &we));
+        ck_assert(json_object_object_get_ex(we, "committed", &v));
+        seen = json_object_get_int64(v);
+        ck_assert(json_object_object_get_ex(we, "queued", &v));
+        seen += json_object_get_int64(v);
+        json_object_put(st);
+    }
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, count_line, &n, &err),
+                     AUR_OK);
+    char *path, *text, *at;
+    ck_assert(asprintf(&path, "%s/host.log", dir) > 0);
+    text = h_slurp(path);
+    ck_assert_ptr_nonnull(text);
+    at = strstr(text, "events: ");
+    for (char *next; at && (next = strstr(at + 1, "events: "));)
+        at = next; /* the last one: the session's final counts */
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_eq(sscanf(at, "events: %llu accepted", &logged), 1);
+    ck_assert_msg(n == logged && (int64_t)n >= seen,
+                  "journal %zu, status saw %lld, last log: %.160s", n,
+                  (long long)seen, at);
+    ck_assert_ptr_null(strstr(text, "journal_error"));
+    free(text);
+    free(path);
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
     Suite *su = suite_create("ext_world_events_host");
@@ -469,6 +524,7 @@ static Suite *host_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, flood_committed_without_loss);
+    tcase_add_test(tc, shutdown_mid_flood_loses_nothing_accepted);
     suite_add_tcase(su, tc);
     return su;
 }

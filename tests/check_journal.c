@@ -710,11 +710,11 @@ START_TEST(batch_mixed)
         v[i] = &t[i].c;
     ck_assert_int_eq(aur__journal_append_batch(j, v, 6, res, &err), AUR_OK);
     ck_assert_int_eq(res[0], AUR_OK);
-    ck_assert_int_eq(res[1], 1);
+    ck_assert_int_eq(res[1], AUR_DECLINE);
     ck_assert_int_eq(res[2], AUR_E_CONFLICT);
     ck_assert_int_eq(res[3], AUR_E_INVAL);
     ck_assert_int_eq(res[4], AUR_OK);
-    ck_assert_int_eq(res[5], 1);
+    ck_assert_int_eq(res[5], AUR_DECLINE);
     for (i = 0; i < 6; i++)
         unmk(&t[i]);
     ck_assert_int_eq(aur__journal_count(j), 3);
@@ -730,6 +730,101 @@ START_TEST(batch_mixed)
     ck_assert_int_eq(aur__journal_append_batch(j, v, 0, NULL, &err), AUR_OK);
     ck_assert_int_eq(aur__journal_append_batch(j, NULL, 2, res, &err),
                      AUR_E_INVAL);
+    aur__journal_close(j);
+}
+END_TEST
+
+/* A storage failure in the middle of a batch (here: inside the third
+ * commit, after its world_commits row was written) undoes the whole
+ * transaction: no commit of it, no scope sequence used. */
+START_TEST(batch_storage_failure_undoes_all)
+{
+    struct aur__journal *j = open_ok();
+    struct lines l = {0};
+    struct tc t[4];
+    const struct aur_commit *v[4];
+    int res[4], i;
+    struct aur_error err;
+
+    append_ok(j, "before", "a", NULL);
+    sql_exec("CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
+             " WHEN NEW.scope = 'boom' BEGIN"
+             " SELECT RAISE(ABORT, 'injected failure'); END");
+    mk(&t[0], "new1", "summary", "a", NULL);
+    mk(&t[1], "before", "summary", "a", NULL); /* present */
+    mk(&t[2], "new2", "summary", "a,boom", NULL);
+    mk(&t[3], "new3", "summary", "b", NULL);
+    for (i = 0; i < 4; i++)
+        v[i] = &t[i].c;
+    ck_assert_int_eq(aur__journal_append_batch(j, v, 4, res, &err),
+                     AUR_E_JOURNAL);
+    ck_assert_int_eq(err.code, AUR_E_JOURNAL);
+    for (i = 0; i < 4; i++)
+        ck_assert_int_eq(res[i], AUR_E_JOURNAL);
+    ck_assert_int_eq(aur__journal_count(j), 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 1);
+
+    /* the journal is usable at once, and the sequences continue as if the
+     * failed batch had never been tried */
+    sql_exec("DROP TRIGGER boom");
+    ck_assert_int_eq(aur__journal_append_batch(j, v, 4, res, &err), AUR_OK);
+    ck_assert_int_eq(res[0], AUR_OK);
+    ck_assert_int_eq(res[1], AUR_DECLINE);
+    ck_assert_int_eq(res[2], AUR_OK);
+    ck_assert_int_eq(res[3], AUR_OK);
+    for (i = 0; i < 4; i++)
+        unmk(&t[i]);
+    each_ok(j, 0, NULL, &l);
+    ck_assert_uint_eq(l.n, 4);
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"commit_id\":\"new1\""));
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"scopes\":{\"a\":2}"));
+    ck_assert_ptr_nonnull(strstr(l.v[2], "\"scopes\":{\"a\":3,\"boom\":1}"));
+    ck_assert_ptr_nonnull(strstr(l.v[3], "\"scopes\":{\"b\":1}"));
+    lines_free(&l);
+    aur__journal_close(j);
+}
+END_TEST
+
+/* Many commits on one scope in one transaction: sequences stay dense
+ * (the per-scope max is read inside the transaction, item by item). */
+START_TEST(batch_large_sequences_dense)
+{
+    struct aur__journal *j = open_ok();
+    enum { N = 600 };
+    static const char *const even[] = {"all"}, *const odd[] = {"odd", "all"};
+    static struct aur_commit c[N];
+    static const struct aur_commit *v[N];
+    static int res[N];
+    static char ids[N][16];
+    struct aur_error err;
+    int i;
+
+    for (i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        c[i] = (struct aur_commit){
+            .struct_size = sizeof c[i],
+            .commit_id = ids[i],
+            .kind = "mcp.event.received",
+            .source = "mcp:org.example.qq",
+            .summary = "summary",
+            .scopes = i % 2 ? odd : even,
+            .n_scopes = i % 2 ? 2 : 1,
+        };
+        v[i] = &c[i];
+    }
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], AUR_OK);
+    ck_assert_int_eq(aur__journal_count(j), N);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     N);
+    ck_assert_int_eq(sql_int("SELECT COUNT(DISTINCT sequence) FROM"
+                             " world_commit_scopes WHERE scope = 'odd'"),
+                     N / 2);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'odd'"),
+                     N / 2);
     aur__journal_close(j);
 }
 END_TEST
@@ -844,6 +939,8 @@ static Suite *journal_suite(void)
     tcase_add_test(tc, idempotent_same_content);
     tcase_add_test(tc, conflict_writes_nothing);
     tcase_add_test(tc, batch_mixed);
+    tcase_add_test(tc, batch_storage_failure_undoes_all);
+    tcase_add_test(tc, batch_large_sequences_dense);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("read");

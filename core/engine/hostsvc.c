@@ -49,6 +49,37 @@ int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
     return aur__journal_append(mcp->journal, c, NULL, NULL, err);
 }
 
+/* One transaction in the journal; a runtime writer only knows single
+ * appends, so it gets them one by one (it cannot tell "present" from
+ * "written": both are AUR_OK). */
+static int host_world_write_batch(struct aur_self *self,
+                                  const struct aur_commit *const *v, size_t n,
+                                  int *results, struct aur_error *err)
+{
+    struct aur_mcp *mcp = self ? self->mcp : NULL;
+    int rc = AUR_OK;
+
+    if (n && (!v || !results))
+        return aur_fail(err, AUR_E_INVAL, 0, "world write: bad arguments");
+    if (!mcp)
+        rc = aur_fail(err, AUR_E_STATE, 0, "no world writer");
+    else if (!mcp->have_writer && !mcp->journal)
+        rc = aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
+    if (rc != AUR_OK) {
+        for (size_t i = 0; i < n; i++)
+            results[i] = rc;
+        return rc;
+    }
+    if (!mcp->have_writer)
+        return aur__journal_append_batch(mcp->journal, v, n, results, err);
+    for (size_t i = 0; i < n; i++) {
+        struct aur_error e;
+        aur_error_clear(&e);
+        results[i] = mcp->writer.append(mcp->writer.ud, v[i], &e);
+    }
+    return AUR_OK;
+}
+
 void aur__host_vtable_init(struct aur_mcp *mcp)
 {
     struct aur_host *h = &mcp->host;
@@ -65,4 +96,5 @@ void aur__host_vtable_init(struct aur_mcp *mcp)
     h->world_write = host_world_write;
     h->json_parse = host_json_parse;
     h->json_integer_text = aur__json_integer_text;
+    h->world_write_batch = host_world_write_batch;
 }

@@ -9,7 +9,6 @@
 #include "we_int.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #define EVENT_ID_MAX 160
@@ -179,6 +178,14 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
+/* v as exactly n decimal digits (v >= 0 and < 10^n); returns the end. */
+static char *digits_to(char *p, long v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v /= 10)
+        p[i] = (char)('0' + v % 10);
+    return p + n;
+}
+
 /*
  * date-time = full-date "T" full-time (RFC 3339 §5.6; "t"/"z" allowed
  * per its note).  Leap second 60 and years outside 0001..9999 (also
@@ -230,12 +237,25 @@ static bool time_to_utc(const char *s, size_t len, char out[WE_UTC_SIZE])
         return false;
     int uh = (int)(rem / 3600), umi = (int)(rem / 60 % 60);
     int us = (int)(rem % 60);
-    if (usec)
-        snprintf(out, WE_UTC_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
-                 (int)uy, um, ud, uh, umi, us, usec);
-    else
-        snprintf(out, WE_UTC_SIZE, "%04d-%02d-%02dT%02d:%02d:%02dZ", (int)uy,
-                 um, ud, uh, umi, us);
+    /* by hand, not snprintf: this runs for every event */
+    char *o = out;
+    o = digits_to(o, (long)uy, 4);
+    *o++ = '-';
+    o = digits_to(o, um, 2);
+    *o++ = '-';
+    o = digits_to(o, ud, 2);
+    *o++ = 'T';
+    o = digits_to(o, uh, 2);
+    *o++ = ':';
+    o = digits_to(o, umi, 2);
+    *o++ = ':';
+    o = digits_to(o, us, 2);
+    if (usec) {
+        *o++ = '.';
+        o = digits_to(o, usec, 6);
+    }
+    *o++ = 'Z';
+    *o = '\0';
     return true;
 }
 

@@ -9,6 +9,7 @@
  *
  * ABI changelog (one line per minor, append-only):
  *   1.0  2026-12-02  first release.
+ *   1.1  2026-12-02  aur_host.world_write_batch.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -35,7 +36,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 0
+#define AUR_ABI_MINOR 1
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -249,6 +250,24 @@ struct aur_host {
      * buf and return AUR_OK; AUR_E_LIMIT if buf is too small; AUR_E_INVAL
      * if v is not an integer.  Floats such as 1.0 or 1e3 are not. */
     int (*json_integer_text)(struct json_object *v, char *buf, size_t size);
+
+    /* --- ABI 1.1 --- */
+
+    /* Append v[0..n) to the world journal in one transaction, with
+     * world_write's idempotency rule per commit.  results[i] (writable, n
+     * entries): AUR_OK = written now; AUR_DECLINE = already present with
+     * the same content, nothing written; AUR_E_CONFLICT or AUR_E_INVAL =
+     * refused, nothing of that commit written (the others go on).
+     * Returns AUR_OK once the batch is committed; any other return
+     * (AUR_E_JOURNAL, AUR_E_NOMEM, ...) = nothing of the batch written,
+     * every results[i] set to it.  A host whose world writer cannot batch
+     * (an embedder's aur_world_writer) appends one by one: then AUR_OK
+     * may also mean "already present", and results[i] may carry that
+     * commit's own failure.  v and the commits borrowed.  Lets a plugin
+     * commit a burst in one transaction instead of one per commit. */
+    int (*world_write_batch)(struct aur_self *self,
+                             const struct aur_commit *const *v, size_t n,
+                             int *results, struct aur_error *err);
 };
 
 static inline aur_deadline aur_deadline_in(const struct aur_host *h,

@@ -13,6 +13,15 @@
  * Serve mode (-s): CMD is `aurora-mcp serve -c DIR`; startup ends at the
  * ready line, then N serve "call" lines, K in flight.
  *
+ * Relay mode (-r): the zero-work stand-in for `aurora-mcp serve`, the
+ * floor for the serve rows.  It does the MCP startup above with CMD, prints
+ * a ready line, then turns each `serve` request line on stdin into a
+ * pre-serialised tools/call of TOOL to CMD and each reply line back into a
+ * pre-serialised serve response on stdout.  Its only look inside a line is
+ * copying the serve "id" digits, so the answers carry the right ids (CMD
+ * answers in order).  Stdin EOF ends it.  Driven as `raw_floor -s -- raw_floor
+ * -r -- CMD`, it costs the same pipe hop as serve and nothing else.
+ *
  * Prints one JSON line:
  *   {"client":"raw"|"raw-serve","start_ms":..,"calls":N,"call_ms":..,
  *    "cpu_ms":..,"rss_kib":..,"child_rss_kib":..}
@@ -20,13 +29,14 @@
  * child read from /proc before it is closed (for -s: the aurora-mcp serve
  * process itself).
  *
- * Usage: raw_floor [-s] [-a APPS] [-n N] [-k K] [-t TOOL] -- CMD [ARG]...
+ * Usage: raw_floor [-s|-r] [-a APPS] [-n N] [-k K] [-t TOOL] -- CMD [ARG]...
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +66,7 @@ struct conn {
 
 static struct conn conns[MAX_APPS];
 static int n_apps = 1;
-static int serve_mode;
+static int serve_mode, relay_mode;
 
 static double now_ms(void)
 {
@@ -299,6 +309,113 @@ static void calls(char **lines, long n, long k)
     }
 }
 
+/* The serve "id" value of a request line (digits only; the driver's ids
+ * are numbers), or "null". */
+static void serve_id(const char *line, char *id, size_t size)
+{
+    const char *p = strstr(line, "\"id\":");
+    size_t k = 0;
+
+    if (p)
+        for (p += 5; *p >= '0' && *p <= '9' && k + 1 < size; p++)
+            id[k++] = *p;
+    if (!k)
+        snprintf(id, size, "null");
+    else
+        id[k] = '\0';
+}
+
+/* Relay mode: stdin serve lines -> tools/call -> serve answers. */
+static void relay(const char *tool)
+{
+    struct conn *c = &conns[0];
+    char call[1024], (*fifo)[24] = NULL;
+    size_t cap = 1 << 16, len = 0, fhead = 0, fn = 0, fcap = 0;
+    char *in = malloc(cap);
+    int call_len;
+    unsigned long next = 2000000;
+    bool in_open = true;
+
+    if (!in)
+        die("out of memory");
+    printf("{\"ready\":true,\"tools\":0}\n");
+    fflush(stdout);
+    while (in_open || fn) {
+        struct pollfd pf[2] = {{.fd = in_open ? 0 : -1, .events = POLLIN},
+                               {.fd = c->out, .events = POLLIN}};
+        int pr = poll(pf, 2, IDLE_MS);
+
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            die("relay timed out");
+        if (pf[0].revents) {
+            ssize_t r;
+            size_t start = 0;
+
+            if (cap - len < 4096) {
+                char *nb = realloc(in, cap * 2);
+                if (!nb)
+                    die("out of memory");
+                in = nb;
+                cap *= 2;
+            }
+            r = read(0, in + len, cap - len);
+            if (r <= 0) {
+                in_open = false;
+                continue;
+            }
+            len += (size_t)r;
+            for (size_t i = 0; i < len; i++) {
+                if (in[i] != '\n')
+                    continue;
+                in[i] = '\0';
+                if (fn == fcap) {
+                    /* Grow the ring of ids waiting for a reply. */
+                    size_t ncap = fcap ? fcap * 2 : 64;
+                    char (*nf)[24] = malloc(ncap * sizeof *nf);
+                    if (!nf)
+                        die("out of memory");
+                    for (size_t k = 0; k < fn; k++)
+                        memcpy(nf[k], fifo[(fhead + k) % fcap], sizeof *nf);
+                    free(fifo);
+                    fifo = nf;
+                    fcap = ncap;
+                    fhead = 0;
+                }
+                serve_id(in + start, fifo[(fhead + fn) % fcap], sizeof *fifo);
+                fn++;
+                call_len = snprintf(call, sizeof call,
+                                    "{\"jsonrpc\":\"2.0\",\"id\":%lu,"
+                                    "\"method\":\"tools/call\",\"params\":"
+                                    "{\"_meta\":" ENV ",\"name\":\"%s\","
+                                    "\"arguments\":{}}}\n", next++, tool);
+                if (call_len < 0 || (size_t)call_len >= sizeof call)
+                    die("line too long");
+                write_all(c->in, call, (size_t)call_len);
+                start = i + 1;
+            }
+            memmove(in, in + start, len - start);
+            len -= start;
+        }
+        if (pf[1].revents & (POLLIN | POLLHUP)) {
+            int lines = read_lines(c, NULL, NULL, 0);
+            char out[128];
+
+            for (int i = 0; i < lines && fn; i++) {
+                int n = snprintf(out, sizeof out, "{\"id\":%s,\"result\":"
+                                 "{\"status\":\"succeeded\",\"content\":"
+                                 "\"ok\"}}\n", fifo[fhead]);
+                write_all(1, out, (size_t)n);
+                fhead = (fhead + 1) % fcap;
+                fn--;
+            }
+        }
+    }
+    free(in);
+    free(fifo);
+}
+
 static long vm_hwm_kib(pid_t pid)
 {
     char path[64], line[256];
@@ -348,9 +465,10 @@ int main(int argc, char **argv)
     long child_rss;
     int opt;
 
-    while ((opt = getopt(argc, argv, "sa:n:k:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "sra:n:k:t:")) != -1) {
         switch (opt) {
         case 's': serve_mode = 1; break;
+        case 'r': relay_mode = 1; break;
         case 'a': n_apps = atoi(optarg); break;
         case 'n': n = strtol(optarg, NULL, 10); break;
         case 'k': k = strtol(optarg, NULL, 10); break;
@@ -359,9 +477,17 @@ int main(int argc, char **argv)
         }
     }
     if (optind >= argc || n_apps < 1 || n_apps > MAX_APPS || n < 0 || k < 1 ||
-        (serve_mode && n_apps != 1))
+        ((serve_mode || relay_mode) && n_apps != 1) ||
+        (serve_mode && relay_mode))
         goto usage;
     signal(SIGPIPE, SIG_IGN);
+    if (relay_mode) {
+        spawn(&conns[0], argv + optind);
+        startup();
+        relay(tool);
+        reap_all();
+        return 0;
+    }
     if (n)
         lines = build_calls(n, tool);
 
@@ -388,7 +514,7 @@ int main(int argc, char **argv)
     free(lines);
     return 0;
 usage:
-    fprintf(stderr, "usage: raw_floor [-s] [-a APPS] [-n N] [-k K] "
+    fprintf(stderr, "usage: raw_floor [-s|-r] [-a APPS] [-n N] [-k K] "
             "[-t TOOL] -- CMD [ARG]...\n");
     return 2;
 }

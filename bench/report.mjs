@@ -13,13 +13,17 @@ const CLIENT = {
     capi: 'aurora C API (bench_host)',
     serve: 'aurora `serve` (JSON lines)',
     raw: 'raw floor (no JSON parsing)',
+    relay: 'relay floor for serve (raw_floor -r)',
     sdk: 'TS SDK v2 client 2.4.0',
     bench_events: 'ext-world-events + SQLite journal',
 };
-const SERVER = { fixture: 'C fixture', sdk2: 'TS SDK v2', journal: '-' };
+const SERVER = { fixture: 'C fixture', sdk2: 'TS SDK v2',
+                 sdk2h: 'TS SDK v2, HTTPS', journal: '-' };
 const SCEN = (s) => {
     if (s === 'discover-1000') return 'startup + discovery, 1 App x 1000 tools (pages of 50)';
     if (s === 'start-20x100') return '20 Apps x 100 tools started together (RSS = holding them)';
+    let d = /^slowstart-(\d+)x100$/.exec(s);
+    if (d) return `${d[1]} App(s) x 100 tools, each server idles 200 ms before it reads`;
     let m = /^seq-(\d+)$/.exec(s);
     if (m) return `${m[1]} sequential no-op calls`;
     m = /^conc-(\d+)x(\d+)$/.exec(s);
@@ -37,7 +41,8 @@ const median = (xs) => {
 };
 const isCalls = (s) => /^(seq|conc|events)-/.test(s);
 const wall = (r) => isCalls(r.scen) ? r.call_ms : r.start_ms;
-const rss = (r) => r.client === 'serve' ? r.child_rss_kib
+const rss = (r) => r.client === 'serve' || r.client === 'relay'
+    ? r.child_rss_kib
     : r.client === 'bench_events' ? r.measure.tree_rss_kib : r.rss_kib;
 
 const groups = new Map();
@@ -59,6 +64,10 @@ for (const [k, g] of groups) {
         rss: median(g.map(rss)),
         min: Math.min(...g.map(wall)), max: Math.max(...g.map(wall)),
     });
+    const s = stat.get(k);
+    s.wallMin = s.min;
+    s.perOpMin = isCalls(scen) && calls ? (s.min * 1000) / calls : NaN;
+    s.rssMin = NaN;
 }
 
 const f0 = (x) => Number.isFinite(x) ? x.toFixed(0) : '-';
@@ -79,49 +88,81 @@ for (const s of stat.values())
 const get = (scen, client, server = 'fixture') =>
     stat.get(`${scen}|${client}|${server}`);
 const ratio = (a, b) => a && b && b > 0 ? (a / b).toFixed(2) + 'x' : '-';
+// Two columns: the ratio of the medians, and of the fastest runs (the
+// least disturbed by background load; RSS has no second column).
+const r2 = (a, b, f) => `${ratio(a?.[f], b?.[f])} | ` +
+    (f === 'rss' ? '-' : ratio(a?.[f + 'Min'], b?.[f + 'Min']));
 const lines = [];
 for (const s of stat.values()) {
     if (!/^(seq|conc)-/.test(s.scen) || s.client !== 'raw') continue;
     const c = get(s.scen, 'capi', s.server), v = get(s.scen, 'serve', s.server);
-    const k = get(s.scen, 'sdk', s.server);
+    const k = get(s.scen, 'sdk', s.server), y = get(s.scen, 'relay', s.server);
     const tag = `${SCEN(s.scen)}, ${SERVER[s.server]} server`;
     lines.push(`| per-call cost, ${tag} | C API / raw floor | ` +
-               `${ratio(c?.perOp, s.perOp)} |`);
+               `${r2(c, s, 'perOp')} |`);
+    if (v && y) lines.push(`| per-call cost, ${tag} | serve / relay floor | ` +
+                           `${r2(v, y, 'perOp')} |`);
     if (v) lines.push(`| per-call cost, ${tag} | serve / raw floor | ` +
-                      `${ratio(v.perOp, s.perOp)} |`);
+                      `${r2(v, s, 'perOp')} |`);
     lines.push(`| per-call cost, ${tag} | SDK client / raw floor | ` +
-               `${ratio(k?.perOp, s.perOp)} |`);
+               `${r2(k, s, 'perOp')} |`);
     lines.push(`| throughput, ${tag} | C API / SDK client (calls/s) | ` +
-               `${ratio(k?.perOp, c?.perOp)} |`);
+               `${r2(k, c, 'perOp')} |`);
     if (v) lines.push(`| throughput, ${tag} | serve / SDK client (calls/s) | ` +
-                      `${ratio(k?.perOp, v.perOp)} |`);
+                      `${r2(k, v, 'perOp')} |`);
+}
+for (const scen of [...new Set([...stat.values()].map((x) => x.scen))]) {
+    const c = get(scen, 'capi', 'sdk2h'), k = get(scen, 'sdk', 'sdk2h');
+    if (!c || !k)
+        continue;
+    const tag = `${SCEN(scen)}, HTTPS (Streamable HTTP, keep-alive), ` +
+        'TS SDK v2 server';
+    if (isCalls(scen))
+        lines.push(`| throughput, ${tag} | C API / SDK client (calls/s) | ` +
+                   `${r2(k, c, 'perOp')} |`);
+    else
+        lines.push(`| ${tag} | SDK client / C API (wall) | ` +
+                   `${r2(k, c, 'wall')} |`);
+    lines.push(`| peak RSS, ${tag} | SDK client / C API | ` +
+               `${r2(k, c, 'rss')} |`);
 }
 for (const server of ['fixture', 'sdk2']) {
     const r = get('discover-1000', 'raw', server);
     if (!r) continue;
     const tag = `startup + discovery 1000 tools, ${SERVER[server]} server`;
     lines.push(`| ${tag} | C API / raw floor (wall) | ` +
-               `${ratio(get('discover-1000', 'capi', server)?.wall, r.wall)} |`);
-    lines.push(`| ${tag} | SDK client / C API (wall) | ` + ratio(
-        get('discover-1000', 'sdk', server)?.wall,
-        get('discover-1000', 'capi', server)?.wall) + ' |');
+               `${r2(get('discover-1000', 'capi', server), r, 'wall')} |`);
+    const c = get('discover-1000', 'capi', server);
+    if (c)
+        lines.push(`| ${tag} | C API minus raw floor (wall ms) | ` +
+                   `${f1(c.wall - r.wall)} | ${f1(c.wallMin - r.wallMin)} |`);
+    lines.push(`| ${tag} | SDK client / C API (wall) | ` + r2(
+        get('discover-1000', 'sdk', server),
+        get('discover-1000', 'capi', server), 'wall') + ' |');
+}
+for (const c of ['capi', 'serve', 'raw', 'sdk']) {
+    const one = get('slowstart-1x100', c), many = get('slowstart-20x100', c);
+    if (one && many)
+        lines.push(`| slow servers (200 ms idle start), start wall | ` +
+                   `20 Apps / 1 App, ${CLIENT[c]} | ${r2(many, one, 'wall')} |`);
 }
 const h = (c) => get('start-20x100', c);
 if (h('capi')) {
     lines.push(`| 20 Apps x 100 tools, start wall | C API / raw floor | ` +
-               `${ratio(h('capi').wall, h('raw')?.wall)} |`);
+               `${r2(h('capi'), h('raw'), 'wall')} |`);
     lines.push(`| 20 Apps x 100 tools, start wall | SDK client / C API | ` +
-               `${ratio(h('sdk')?.wall, h('capi').wall)} |`);
+               `${r2(h('sdk'), h('capi'), 'wall')} |`);
     lines.push(`| 20 Apps x 100 tools, peak RSS | SDK client / C API | ` +
-               `${ratio(h('sdk')?.rss, h('capi').rss)} |`);
+               `${r2(h('sdk'), h('capi'), 'rss')} |`);
     lines.push(`| 20 Apps x 100 tools, peak RSS | SDK client / serve | ` +
-               `${ratio(h('sdk')?.rss, h('serve')?.rss)} |`);
+               `${r2(h('sdk'), h('serve'), 'rss')} |`);
 }
 if (lines.length) {
     out.push('', '## Ratios (same run; > 1 means the first is slower / ' +
              'bigger, except throughput where > 1 means the first is faster)',
              '');
-    out.push('| what | ratio of | value |', '|---|---|---:|', ...lines);
+    out.push('| what | ratio of | medians | fastest runs |',
+             '|---|---|---:|---:|', ...lines);
 }
 out.push('', 'wall ms: the measured phase as the client times it (startup ' +
          'rows: spawn to catalog complete; call rows: first call sent to ' +

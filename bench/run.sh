@@ -4,7 +4,8 @@
 # clients measured in the same run.  See docs/benchmarks.md.
 #
 # Usage: bench/run.sh [--runs R] [--calls N] [--events E] [--build DIR]
-#                     [--no-build] [--no-sdk-server] [--only REGEX]
+#                     [--no-build] [--no-sdk-server] [--no-https]
+#                     [--only REGEX]
 # Defaults: 5 runs, 5000 calls, 100000 events, build dir build-bench.
 # Nothing here asserts a timing; the exit status only says whether every
 # case ran.
@@ -13,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 runs=5 calls=5000 events=100000 build="$root/build-bench"
-do_build=1 sdk_server=1 only=.
+do_build=1 sdk_server=1 https=1 only=.
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -22,8 +23,9 @@ while [ $# -gt 0 ]; do
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-sdk-server) sdk_server=0; shift ;;
+    --no-https) https=0; shift ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -34,8 +36,8 @@ if [ "$do_build" = 1 ]; then
     [ -f "$build/CMakeCache.txt" ] ||
         cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
     cmake --build "$build" -j2 --target aurora-mcp-cli aur-fixture-server \
-        transport-stdio bench_host bench_raw_floor bench_measure \
-        bench_events >&2
+        transport-stdio transport-http bench_host bench_raw_floor \
+        bench_measure bench_events >&2
 fi
 bin="$build/bin" bb="$build/bench"
 for f in "$bin/aurora-mcp" "$bin/aur-fixture-server" "$bb/bench_host" \
@@ -46,6 +48,12 @@ command -v node >/dev/null || { log "node (>= 20) is required"; exit 1; }
 if [ ! -d "$here/node_modules/@modelcontextprotocol/client" ]; then
     log "npm ci in bench/"
     (cd "$here" && npm ci --no-audit --no-fund >&2)
+fi
+[ "$sdk_server" = 1 ] || https=0
+if [ "$https" = 1 ] && { [ ! -f "$build/plugins/transport-http.so" ] ||
+                         ! command -v openssl >/dev/null; }; then
+    log "no transport-http plugin or no openssl: skipping the HTTPS rows"
+    https=0
 fi
 if [ "$sdk_server" = 1 ] &&
    [ ! -d "$root/tests/peers/node_modules/@modelcontextprotocol/server" ]; then
@@ -85,10 +93,68 @@ EOF
 
 f1000=("$fixture" --tools 1000 --page-size 50 --lifetime 600)
 f100=("$fixture" --tools 100 --page-size 50 --lifetime 600)
+# Servers that idle 200 ms before they read stdin: parallel startup.
+d100=("${f100[@]}" --start-delay-ms 200)
 s1000=(node "$sdk2" --tools 1000 --page-size 50)
 config "$work/c-f1000" 1 "${f1000[@]}"
 config "$work/c-f20x100" 20 "${f100[@]}"
+config "$work/c-d1x100" 1 "${d100[@]}"
+config "$work/c-d20x100" 20 "${d100[@]}"
 config "$work/c-s1000" 1 "${s1000[@]}"
+# HTTPS: one SDK v2 Streamable HTTP server (node:https, keep-alive) for the
+# whole run, with a throwaway CA; it exits when its stdin closes.
+hpid=
+stop_https() {
+    [ -n "$hpid" ] || return 0
+    exec {hfd}>&- 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$hpid" 2>/dev/null || break; sleep 0.1; done
+    kill "$hpid" 2>/dev/null || true
+}
+trap stop_https EXIT
+if [ "$https" = 1 ]; then
+    h="$work/https"
+    mkdir -p "$h"
+    (
+        cd "$h"
+        printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n%s\n' \
+            'extendedKeyUsage=serverAuth' > ext.cnf
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+            -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-bench-ca \
+            -addext basicConstraints=critical,CA:TRUE \
+            -addext keyUsage=critical,keyCertSign
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -keyout srv.key -out srv.csr -subj /CN=127.0.0.1
+        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key \
+            -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf
+    ) > "$work/openssl.log" 2>&1
+    mkfifo "$h/stdin"
+    node "$root/tests/peers/sdk2-http-server.mjs" --cert "$h/srv.pem" \
+        --key "$h/srv.key" --tools 1000 --page-size 50 \
+        < "$h/stdin" > "$h/port" 2>> "$work/stderr.log" &
+    hpid=$!
+    exec {hfd}>"$h/stdin"
+    port=
+    for _ in $(seq 100); do
+        port=$(sed -n 's/^PORT \([0-9]*\).*/\1/p' "$h/port")
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    if [ -z "$port" ]; then
+        log "the HTTPS server did not start: skipping the HTTPS rows"
+        https=0
+    else
+        url="https://127.0.0.1:$port/mcp"
+        d="$work/c-h1000"
+        config "$d" 0
+        sed -i 's/^plugins .*/plugins    = transport-stdio transport-http/' \
+            "$d/host.ini"
+        cp "$h/ca.pem" "$d/ca.pem"
+        printf '%s\n' '[app]' 'package = org.bench.a00' 'enabled = true' \
+            'transport = streamable_http' 'timeout_seconds = 120' '[http]' \
+            "url = $url" 'ca_file = ca.pem' > "$d/apps.d/a00.ini"
+    fi
+fi
+
 tool=aur.mcp.org.bench.a00.t0000
 sdkc=(node "$here/sdk-client.mjs")
 raw="$bb/bench_raw_floor"
@@ -112,10 +178,18 @@ add start-20x100 capi fixture "$(q "$host" -c "$work/c-f20x100")"
 add start-20x100 serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-f20x100")"
 add start-20x100 raw fixture "$(q "$raw" -a 20 -- "${f100[@]}")"
 add start-20x100 sdk fixture "$(q "${sdkc[@]}" --apps 20 -- "${f100[@]}")"
+for a in 1 20; do
+    add "slowstart-${a}x100" capi fixture "$(q "$host" -c "$work/c-d${a}x100")"
+    add "slowstart-${a}x100" serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-d${a}x100")"
+    add "slowstart-${a}x100" raw fixture "$(q "$raw" -a $a -- "${d100[@]}")"
+    add "slowstart-${a}x100" sdk fixture "$(q "${sdkc[@]}" --apps $a -- "${d100[@]}")"
+done
 for k in 1 32; do
     s=seq-$calls; [ $k = 1 ] || s=conc-${calls}x$k
     add "$s" capi fixture "$(q "$host" -c "$work/c-f1000" -t $tool -n "$calls" -k $k)"
     add "$s" serve fixture "$(q "$raw" -s -n "$calls" -k $k -t $tool -- "${serve[@]}" "$work/c-f1000")"
+    # The floor for serve: the same pipe hop, zero work (raw_floor -r).
+    add "$s" relay fixture "$(q "$raw" -s -n "$calls" -k $k -t $tool -- "$raw" -r -- "${f1000[@]}")"
     add "$s" raw fixture "$(q "$raw" -n "$calls" -k $k -- "${f1000[@]}")"
     add "$s" sdk fixture "$(q "${sdkc[@]}" --calls "$calls" --inflight $k -- "${f1000[@]}")"
     if [ "$sdk_server" = 1 ] && [ $k = 1 ]; then
@@ -124,6 +198,19 @@ for k in 1 32; do
         add "$s" sdk sdk2 "$(q "${sdkc[@]}" --calls "$calls" --inflight $k -- "${s1000[@]}")"
     fi
 done
+if [ "$https" = 1 ]; then
+    sdkh=(env NODE_EXTRA_CA_CERTS="$h/ca.pem" node "$here/sdk-client.mjs")
+    add discover-1000 capi sdk2h "$(q "$host" -c "$work/c-h1000")"
+    add discover-1000 sdk sdk2h "$(q "${sdkh[@]}" --url "$url")"
+    # A call over HTTPS costs the node server about 2 ms: a tenth of the
+    # calls keeps the rounds short.
+    hc=$(( calls / 10 > 0 ? calls / 10 : 1 ))
+    for k in 1 32; do
+        s=seq-$hc; [ $k = 1 ] || s=conc-${hc}x$k
+        add "$s" capi sdk2h "$(q "$host" -c "$work/c-h1000" -t $tool -n "$hc" -k $k)"
+        add "$s" sdk sdk2h "$(q "${sdkh[@]}" --calls "$hc" --inflight $k --url "$url")"
+    done
+fi
 add "events-$events" bench_events journal "$(q "$bb/bench_events" "$events")"
 
 # Rounds interleave the cases so background load hits all of them alike.

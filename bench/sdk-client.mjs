@@ -4,7 +4,10 @@
 // modern revision 2026-07-28 (no legacy fallback, no probe sibling).
 //
 // Usage: node sdk-client.mjs [--apps A] [--calls N] [--inflight K]
-//          [--tool NAME] -- CMD [ARG]...
+//          [--tool NAME] (--url URL | -- CMD [ARG]...)
+// --url: Streamable HTTP (StreamableHTTPClientTransport, keep-alive) to a
+// running server instead of spawning CMD; a private CA comes from
+// NODE_EXTRA_CA_CERTS.
 // Spawns A copies of CMD and connects to them together (Promise.all), lists
 // every tools/list page of each, then makes N tools/call of NAME on the
 // first one: sequentially (K = 1) or in Promise.all batches of K.
@@ -15,6 +18,7 @@
 
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
 function parse(argv) {
     const o = { apps: 1, calls: 0, inflight: 1, tool: 't0000', cmd: [] };
@@ -29,20 +33,24 @@ function parse(argv) {
         else if (a === '--calls') o.calls = Number(v);
         else if (a === '--inflight') o.inflight = Number(v);
         else if (a === '--tool') o.tool = v;
+        else if (a === '--url') o.url = v;
         else throw new Error(`unknown option ${a}`);
     }
-    if (!o.cmd.length || !(o.apps >= 1) || !(o.inflight >= 1))
+    if (!(o.cmd.length || o.url) || !(o.apps >= 1) || !(o.inflight >= 1))
         throw new Error('usage: sdk-client.mjs [--apps A] [--calls N] ' +
-                        '[--inflight K] [--tool NAME] -- CMD [ARG]...');
+                        '[--inflight K] [--tool NAME] ' +
+                        '(--url URL | -- CMD [ARG]...)');
     return o;
 }
 
-async function open(cmd) {
+async function open(o) {
     const client = new Client(
         { name: 'aurora-bench-sdk', version: '0.0.0' },
         { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    const transport = new StdioClientTransport(
-        { command: cmd[0], args: cmd.slice(1), stderr: 'ignore' });
+    const transport = o.url
+        ? new StreamableHTTPClientTransport(new URL(o.url))
+        : new StdioClientTransport({ command: o.cmd[0], args: o.cmd.slice(1),
+                                     stderr: 'ignore' });
     await client.connect(transport);
     let tools = 0;
     let cursor;
@@ -62,7 +70,7 @@ async function main() {
     const o = parse(process.argv.slice(2));
     const t0 = performance.now();
     const conns = await Promise.all(
-        Array.from({ length: o.apps }, () => open(o.cmd)));
+        Array.from({ length: o.apps }, () => open(o)));
     const t1 = performance.now();
     const c = conns[0].client;
     let failed = 0;

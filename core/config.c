@@ -238,7 +238,7 @@ struct int_key {
 };
 
 static const struct int_key mcp_ints[] = {
-    {"start_concurrency", 1, 256, 16},
+    {"start_concurrency", 1, 256, 64},
     {"max_pages", 1, 100000, 1024},
     {"max_tools", 1, 1000000, 10000},
     {"max_relist", 0, 100, 3},

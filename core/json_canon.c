@@ -120,14 +120,13 @@ static int emit_object(struct obuf *o, struct json_object *v, int depth,
                        struct aur_error *err)
 {
     size_t n = (size_t)json_object_object_length(v), i = 0;
-    struct member *m = NULL;
+    struct member local[16], *m = local; /* most objects are small */
     int rc = AUR_OK;
 
+    if (n > AUR__ARRAY_LEN(local) && !(m = malloc(n * sizeof *m)))
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM,
+                        "out of memory while serialising JSON");
     if (n) {
-        m = malloc(n * sizeof *m);
-        if (!m)
-            return aur_fail(err, AUR_E_NOMEM, ENOMEM,
-                            "out of memory while serialising JSON");
         json_object_object_foreach(v, key, val) {
             if (i == n)
                 break;
@@ -135,7 +134,18 @@ static int emit_object(struct obuf *o, struct json_object *v, int depth,
             m[i++].val = val;
         }
         n = i;
-        qsort(m, n, sizeof *m, member_cmp);
+        if (n <= AUR__ARRAY_LEN(local)) {
+            /* Insertion sort: cheaper than qsort's calls for a few. */
+            for (size_t a = 1; a < n; a++)
+                for (size_t b = a; b > 0 && strcmp(m[b - 1].key,
+                                                   m[b].key) > 0; b--) {
+                    struct member t = m[b];
+                    m[b] = m[b - 1];
+                    m[b - 1] = t;
+                }
+        } else {
+            qsort(m, n, sizeof *m, member_cmp);
+        }
     }
     if ((rc = put(o, "{", 1, err)) != AUR_OK)
         goto out;
@@ -149,7 +159,8 @@ static int emit_object(struct obuf *o, struct json_object *v, int depth,
     }
     rc = put(o, "}", 1, err);
 out:
-    free(m);
+    if (m != local)
+        free(m);
     return rc;
 }
 

@@ -16,6 +16,12 @@
  * a leading UTF-8 byte order mark is rejected (as Python does for str).
  * Numbers that overflow a double (1e400) become +-inf, as in Python; the
  * canonical serializer refuses them later.
+ *
+ * Speed (every inbound message goes through here): plain strings (ASCII,
+ * no escapes) are made straight from the input, without the scratch
+ * copy, and keys of the MCP vocabulary are stored as json-c constant keys
+ * pointing at the static table below, so they cost neither a strdup nor
+ * a free.  Such a key lives as long as this library stays mapped.
  */
 #include "aur_setup.h"
 
@@ -37,6 +43,8 @@ struct parser {
     const unsigned char *in; /* borrowed */
     size_t len, pos;
     struct sbuf key; /* the key whose value is being parsed */
+    int key_idx; /* or this vocab index (-1: the key is in key) */
+    bool key_plain; /* the key had no escapes */
     struct sbuf tmp; /* string values and number text */
     struct aur_error *err;
 };
@@ -204,6 +212,91 @@ static int parse_escape(struct parser *ps, struct sbuf *sb)
     return put_code_point(ps, sb, cp);
 }
 
+/* Plain string bytes: printable ASCII but the quote and the backslash. */
+static const unsigned char plain_byte[256] = {
+    /* 00 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* 10 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* 20 */ 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 30 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 40 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 50 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    /* 60 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 70 */ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 80 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* 90 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* a0 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* b0 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* c0 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* d0 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* e0 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /* f0 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+/* The end of the run of plain bytes starting at i. */
+static size_t plain_run(const struct parser *ps, size_t i)
+{
+    const unsigned char *in = ps->in;
+
+    while (i < ps->len && plain_byte[in[i]])
+        i++;
+    return i;
+}
+
+/* The MCP vocabulary, grouped by length (see intern_key). */
+static const char *const vocab[] = {
+    /* 2 */ "id",
+    /* 3 */ "uri",
+    /* 4 */ "type", "text", "name", "code", "data", "enum",
+    /* 5 */ "_meta", "tools", "error", "items", "title", "level", "tasks",
+    "total",
+    /* 6 */ "result", "method", "params", "cursor", "format", "logger",
+    "reason",
+    /* 7 */ "jsonrpc", "content", "isError", "message", "version", "$schema",
+    "default", "logging", "maximum", "minimum", "prompts",
+    /* 8 */ "required", "mimeType", "progress",
+    /* 9 */ "arguments", "requestId", "resources", "subscribe",
+    /* 10 */ "resultType", "nextCursor", "properties", "serverInfo",
+    "clientInfo", "extensions",
+    /* 11 */ "inputSchema", "description", "annotations", "listChanged",
+    /* 12 */ "outputSchema", "capabilities", "experimental", "instructions",
+    /* 13 */ "progressToken", "notifications",
+    /* 14 */ "subscriptionId",
+    /* 15 */ "protocolVersion",
+    /* 17 */ "structuredContent", "supportedVersions",
+    /* 20 */ "additionalProperties",
+    /* 34 */ "io.modelcontextprotocol/serverInfo",
+    "io.modelcontextprotocol/clientInfo",
+    /* 38 */ "io.modelcontextprotocol/subscriptionId",
+    /* 39 */ "io.modelcontextprotocol/protocolVersion",
+    /* 42 */ "io.modelcontextprotocol/serverCapabilities",
+    "io.modelcontextprotocol/clientCapabilities",
+};
+#define VOCAB_BITS 128 /* one bit per key */
+_Static_assert(AUR__ARRAY_LEN(vocab) <= VOCAB_BITS, "vocab outgrew the bits");
+
+/* The index in vocab of the key s[0..n), or -1. */
+static int intern_key(const unsigned char *s, size_t n)
+{
+    /* [first, end) of each length in vocab. */
+    static const unsigned char first[43] = {
+        [2] = 0, [3] = 1, [4] = 2, [5] = 8, [6] = 16, [7] = 23, [8] = 34,
+        [9] = 37, [10] = 41, [11] = 47, [12] = 51, [13] = 55, [14] = 57,
+        [15] = 58, [17] = 59, [20] = 61, [34] = 62, [38] = 64, [39] = 65,
+        [42] = 66};
+    static const unsigned char end[43] = {
+        [2] = 1, [3] = 2, [4] = 8, [5] = 16, [6] = 23, [7] = 34, [8] = 37,
+        [9] = 41, [10] = 47, [11] = 51, [12] = 55, [13] = 57, [14] = 58,
+        [15] = 59, [17] = 61, [20] = 62, [34] = 64, [38] = 65, [39] = 66,
+        [42] = 68};
+
+    if (n >= sizeof first)
+        return -1;
+    for (int i = first[n]; i < end[n]; i++)
+        if (vocab[i][0] == s[0] && memcmp(s, vocab[i], n) == 0)
+            return i;
+    return -1;
+}
+
 /* The string whose opening quote is at ps->pos, decoded into *sb. */
 static int parse_string(struct parser *ps, struct sbuf *sb)
 {
@@ -318,6 +411,16 @@ static int parse_number(struct parser *ps, struct json_object **out)
         while (p < ps->len && is_digit(in[p]))
             p++;
     }
+    if (integer && p - start - neg <= 18) {
+        /* Fits int64 whatever the digits: no scratch copy (-0 is 0). */
+        int64_t v = 0;
+
+        for (size_t i = start + neg; i < p; i++)
+            v = v * 10 + (in[i] - '0');
+        ps->pos = p;
+        *out = json_object_new_int64(neg ? -v : v);
+        return *out ? AUR_OK : no_memory(ps);
+    }
     ps->tmp.len = 0;
     if (sb_put(ps, &ps->tmp, in + start, p - start) != AUR_OK)
         return AUR_E_NOMEM;
@@ -350,6 +453,15 @@ static int parse_scalar(struct parser *ps, struct json_object **out)
     int rc;
 
     if (c == '"') {
+        size_t end = plain_run(ps, ps->pos + 1);
+
+        if (end < ps->len && ps->in[end] == '"' && end - ps->pos <= INT_MAX) {
+            /* Nothing to decode: no scratch copy. */
+            *out = json_object_new_string_len(
+                (const char *)ps->in + ps->pos + 1, (int)(end - ps->pos - 1));
+            ps->pos = end + 1;
+            return *out ? AUR_OK : no_memory(ps);
+        }
         if ((rc = parse_string(ps, &ps->tmp)) != AUR_OK)
             return rc;
         if (ps->tmp.len > INT_MAX)
@@ -380,10 +492,23 @@ static int parse_key(struct parser *ps)
     at = ps->pos;
     if (ps->in[at] != '"')
         return fail_at(ps, at, "expected a string key");
-    if ((rc = parse_string(ps, &ps->key)) != AUR_OK)
-        return rc;
-    if (memchr(ps->key.b, '\0', ps->key.len))
-        return fail_at(ps, at, "object key contains U+0000");
+    size_t end = plain_run(ps, at + 1);
+    ps->key_idx = -1;
+    ps->key_plain = end < ps->len && ps->in[end] == '"';
+    if (ps->key_plain) {
+        /* Plain: no escapes, so no U+0000 either. */
+        ps->key_idx = intern_key(ps->in + at + 1, end - at - 1);
+        ps->key.len = 0;
+        if (ps->key_idx < 0 &&
+            sb_put(ps, &ps->key, ps->in + at + 1, end - at - 1) != AUR_OK)
+            return AUR_E_NOMEM;
+        ps->pos = end + 1;
+    } else {
+        if ((rc = parse_string(ps, &ps->key)) != AUR_OK)
+            return rc;
+        if (memchr(ps->key.b, '\0', ps->key.len))
+            return fail_at(ps, at, "object key contains U+0000");
+    }
     skip_ws(ps);
     if (ps->pos >= ps->len)
         return fail_at(ps, ps->pos, "unexpected end of input");
@@ -393,16 +518,45 @@ static int parse_key(struct parser *ps)
     return AUR_OK;
 }
 
+/*
+ * Which keys an open object already has, so json-c need not look a key up
+ * before adding it: one bit per vocab key, and whether any key came with
+ * escapes (it may spell a vocab key, so then every key is looked up).  A
+ * plain key outside the vocab is always looked up.
+ */
+struct seen {
+    uint64_t bits[VOCAB_BITS / 64];
+    bool escaped;
+};
+
 /* Put v (transfer) into the innermost open container, under the pending
- * key for an object; duplicate keys replace (last wins). */
+ * key for an object; duplicate keys replace (last wins).  seen: that
+ * object's keys, or NULL (unknown: look every key up). */
 static int attach(struct parser *ps, struct json_object *parent,
-                  struct json_object *v)
+                  struct json_object *v, struct seen *seen)
 {
     int r;
 
-    if (json_object_is_type(parent, json_type_object))
-        r = json_object_object_add(parent, ps->key.b, v);
-    else
+    if (json_object_is_type(parent, json_type_object)) {
+        unsigned flags = 0;
+
+        if (ps->key_idx >= 0) {
+            uint64_t bit = 1ull << (ps->key_idx % 64);
+            uint64_t *w = seen ? &seen->bits[ps->key_idx / 64] : NULL;
+
+            flags = JSON_C_OBJECT_ADD_CONSTANT_KEY;
+            if (w && !seen->escaped && !(*w & bit))
+                flags |= JSON_C_OBJECT_ADD_KEY_IS_NEW;
+            if (w)
+                *w |= bit;
+            r = json_object_object_add_ex(parent, vocab[ps->key_idx], v,
+                                          flags);
+        } else {
+            if (seen && !ps->key_plain)
+                seen->escaped = true;
+            r = json_object_object_add(parent, ps->key.b, v);
+        }
+    } else
         r = json_object_array_add(parent, v);
     if (r != 0) {
         json_object_put(v);
@@ -416,8 +570,11 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
 {
     struct parser ps = {.in = (const unsigned char *)buf, .len = len,
                         .err = err};
-    struct json_object **stack = NULL, *root = NULL, *v;
-    size_t depth = 0, cap = 0;
+    /* Most messages nest a few levels: the stack starts on the C stack. */
+    struct json_object *local[32];
+    struct seen seen[AUR__ARRAY_LEN(local)]; /* for the first 32 levels */
+    struct json_object **stack = local, *root = NULL, *v;
+    size_t depth = 0, cap = AUR__ARRAY_LEN(local);
     unsigned char c;
     bool opened, is_obj;
     int rc = AUR_OK;
@@ -447,11 +604,14 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
                 size_t ncap = cap ? cap * 2 : 16;
                 struct json_object **ns;
 
-                ns = realloc(stack, ncap * sizeof *ns);
+                ns = realloc(stack == local ? NULL : stack,
+                             ncap * sizeof *ns);
                 if (!ns) {
                     rc = no_memory(&ps);
                     goto out;
                 }
+                if (stack == local)
+                    memcpy(ns, local, sizeof local);
                 stack = ns;
                 cap = ncap;
             }
@@ -467,10 +627,15 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
         }
         if (depth == 0) {
             root = v;
-        } else if ((rc = attach(&ps, stack[depth - 1], v)) != AUR_OK) {
+        } else if ((rc = attach(&ps, stack[depth - 1], v,
+                                depth - 1 < AUR__ARRAY_LEN(seen)
+                                    ? &seen[depth - 1]
+                                    : NULL)) != AUR_OK) {
             goto out;
         }
         if (opened) {
+            if (depth < AUR__ARRAY_LEN(seen))
+                memset(&seen[depth], 0, sizeof seen[depth]);
             stack[depth++] = v;
             skip_ws(&ps);
             if (ps.pos < ps.len && ps.in[ps.pos] == (c == '{' ? '}' : ']')) {
@@ -521,7 +686,8 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
     root = NULL;
 out:
     json_object_put(root);
-    free(stack);
+    if (stack != local)
+        free(stack);
     free(ps.key.b);
     free(ps.tmp.b);
     return rc;

@@ -202,7 +202,7 @@ START_TEST(full_config_values_and_defaults)
     ck_assert_ptr_null(c->plugin_dir);
     ck_assert_ptr_null(c->log_file);
     ck_assert_int_eq(c->log_level, AUR_LOG_INFO);
-    ck_assert_int_eq(c->start_concurrency, 16);
+    ck_assert_int_eq(c->start_concurrency, 64);
     ck_assert_int_eq(c->max_pages, 1024);
     ck_assert_int_eq(c->max_tools, 10000);
     ck_assert_int_eq(c->max_relist, 3);

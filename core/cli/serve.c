@@ -29,14 +29,30 @@ struct job {
     struct job *next;
 };
 
+/*
+ * Leader/follower: one of the threads is the reader at a time.  It
+ * answers status/tools/shutdown itself; when it reads a call it hands the
+ * reader role to an idle thread and runs the call itself, so a call costs
+ * no thread hand-off between reading it and sending it.  When no thread is
+ * idle it queues the call (up to MAX_QUEUED) and keeps reading, so the
+ * other ops are still answered while every thread is busy.
+ */
 struct server {
     struct aur_mcp *h;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_mutex_t mu; /* everything down to signalled */
+    pthread_cond_t cv;  /* idle threads */
+    pthread_cond_t end_cv; /* the main thread, for ended */
     struct job *head, *tail;
     size_t queued;
-    bool stopping;
+    size_t idle;
+    bool have_reader;
+    bool ended; /* EOF, shutdown, a signal or a read error */
+    bool signalled;
     pthread_mutex_t out_mu;
+    /* stdin, touched only by the reader */
+    char *buf;
+    size_t n, cap, off, scan;
+    bool dropping;
 };
 
 static int sig_pipe[2] = {-1, -1};
@@ -71,38 +87,22 @@ static void respond(struct server *s, struct json_object *id,
     json_object_put(o);
 }
 
-static void *worker(void *arg)
+static void run_job(struct server *s, struct job *j)
 {
-    struct server *s = arg;
-    for (;;) {
-        struct job *j;
-        struct aur_tool_output out;
-        pthread_mutex_lock(&s->mu);
-        while (!s->head && !s->stopping)
-            pthread_cond_wait(&s->cv, &s->mu);
-        j = s->head;
-        if (!j) {
-            pthread_mutex_unlock(&s->mu);
-            return NULL;
-        }
-        s->head = j->next;
-        if (!s->head)
-            s->tail = NULL;
-        s->queued--;
-        pthread_mutex_unlock(&s->mu);
+    struct aur_tool_output out;
 
-        aur_mcp_call(s->h, j->tool, j->args, -1, &out);
-        respond(s, j->id, cli_output_json(&out), NULL, NULL);
-        aur_tool_output_clear(&out);
-        json_object_put(j->id);
-        json_object_put(j->args);
-        free(j->tool);
-        free(j);
-    }
+    aur_mcp_call(s->h, j->tool, j->args, -1, &out);
+    respond(s, j->id, cli_output_json(&out), NULL, NULL);
+    aur_tool_output_clear(&out);
+    json_object_put(j->id);
+    json_object_put(j->args);
+    free(j->tool);
+    free(j);
 }
 
-static void enqueue_call(struct server *s, struct json_object *req,
-                         struct json_object *id)
+/* A call job from a request, or NULL (answered here). */
+static struct job *make_call(struct server *s, struct json_object *req,
+                             struct json_object *id)
 {
     struct json_object *tool = NULL, *args = NULL;
     struct job *j;
@@ -111,39 +111,27 @@ static void enqueue_call(struct server *s, struct json_object *req,
     json_object_object_get_ex(req, "arguments", &args);
     if (!json_object_is_type(tool, json_type_string)) {
         respond(s, id, NULL, "bad_request", "call needs a string \"tool\"");
-        return;
+        return NULL;
     }
     if (args && !json_object_is_type(args, json_type_object)) {
         respond(s, id, NULL, "bad_request", "\"arguments\" must be an object");
-        return;
-    }
-    pthread_mutex_lock(&s->mu);
-    if (s->queued >= MAX_QUEUED) {
-        pthread_mutex_unlock(&s->mu);
-        respond(s, id, NULL, "busy", "too many queued calls");
-        return;
+        return NULL;
     }
     j = calloc(1, sizeof *j);
-    if (!j) {
-        pthread_mutex_unlock(&s->mu);
+    if (!j || !(j->tool = strdup(json_object_get_string(tool)))) {
+        free(j);
         respond(s, id, NULL, "busy", "out of memory");
-        return;
+        return NULL;
     }
     j->id = json_object_get(id);
-    j->tool = strdup(json_object_get_string(tool));
     j->args = json_object_get(args);
-    if (s->tail)
-        s->tail->next = j;
-    else
-        s->head = j;
-    s->tail = j;
-    s->queued++;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    return j;
 }
 
-/* Returns true when the request asks to shut down. */
-static bool handle_line(struct server *s, const char *line, size_t len)
+/* One request line.  Returns true when it asks to shut down; *call is set
+ * for a call the caller must run or queue. */
+static bool handle_line(struct server *s, const char *line, size_t len,
+                        struct job **call)
 {
     struct json_object *req = NULL, *id = NULL, *op = NULL;
     struct aur_error err;
@@ -162,7 +150,7 @@ static bool handle_line(struct server *s, const char *line, size_t len)
     }
     o = json_object_get_string(op);
     if (strcmp(o, "call") == 0) {
-        enqueue_call(s, req, id);
+        *call = make_call(s, req, id);
     } else if (strcmp(o, "status") == 0) {
         respond(s, id, aur_mcp_status_json(s->h, 0), NULL, NULL);
     } else if (strcmp(o, "tools") == 0) {
@@ -182,71 +170,169 @@ static bool handle_line(struct server *s, const char *line, size_t len)
     return stop;
 }
 
-/* Read stdin until EOF, shutdown or a signal; split lines ourselves so a
- * signal can interrupt the wait (poll on stdin and the signal pipe). */
-/* Returns true when a signal ended the loop. */
-static bool read_loop(struct server *s)
+/* The next non-empty line of stdin (without LF or a final CR), valid until
+ * the next call.  1 = a line, 0 = EOF or an error, -1 = a signal.  We split
+ * lines ourselves so a signal can interrupt the wait (poll on stdin and
+ * the signal pipe). */
+static int next_line(struct server *s, const char **line, size_t *len)
 {
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    bool dropping = false;
+    for (;;) {
+        while (s->scan < s->n) {
+            char *nl = memchr(s->buf + s->scan, '\n', s->n - s->scan);
+            size_t start = s->off, l;
 
-    while (buf) {
+            if (!nl) {
+                s->scan = s->n;
+                break;
+            }
+            l = (size_t)(nl - s->buf) - start;
+            s->off = s->scan = (size_t)(nl - s->buf) + 1;
+            if (s->dropping) {
+                s->dropping = false;
+                continue;
+            }
+            if (l && s->buf[start + l - 1] == '\r')
+                l--;
+            if (l) {
+                *line = s->buf + start;
+                *len = l;
+                return 1;
+            }
+        }
+        if (s->off) {
+            memmove(s->buf, s->buf + s->off, s->n - s->off);
+            s->n -= s->off;
+            s->scan -= s->off;
+            s->off = 0;
+        }
+        if (s->n == s->cap) {
+            if (s->cap >= MAX_LINE) {
+                /* An endless line: answer once, skip to its end. */
+                respond(s, NULL, NULL, "bad_request", "line too long");
+                s->dropping = true;
+                s->n = s->scan = 0;
+            } else {
+                char *g = realloc(s->buf, s->cap * 2);
+                if (!g)
+                    return 0;
+                s->buf = g;
+                s->cap *= 2;
+            }
+        }
         struct pollfd p[2] = {{0, POLLIN, 0}, {sig_pipe[0], POLLIN, 0}};
         ssize_t got;
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            break;
+            return 0;
         }
-        if (p[1].revents) {
-            free(buf);
-            return true;
-        }
-        if (n == cap) {
-            if (cap >= MAX_LINE) {
-                /* An endless line: answer once, skip to its end. */
-                respond(s, NULL, NULL, "bad_request", "line too long");
-                dropping = true;
-                n = 0;
-            } else {
-                char *g = realloc(buf, cap * 2);
-                if (!g)
-                    break;
-                buf = g;
-                cap *= 2;
-            }
-        }
-        got = read(0, buf + n, cap - n);
+        if (p[1].revents)
+            return -1;
+        got = read(0, s->buf + s->n, s->cap - s->n);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            break;
-        size_t start = 0, end = n + (size_t)got;
-        for (size_t i = n; i < end; i++) {
-            if (buf[i] != '\n')
-                continue;
-            size_t l = i - start;
-            if (l && buf[start + l - 1] == '\r')
-                l--;
-            if (!dropping && l && handle_line(s, buf + start, l)) {
-                free(buf);
-                return false;
-            }
-            dropping = false;
-            start = i + 1;
-        }
-        memmove(buf, buf + start, end - start);
-        n = end - start;
+            return 0;
+        s->n += (size_t)got;
     }
-    free(buf);
-    return false;
+}
+
+/* As the reader: answer lines until one is a call (1, *call set) or the
+ * input ends (0: EOF or shutdown, -1: a signal). */
+static int read_request(struct server *s, struct job **call)
+{
+    const char *line;
+    size_t len;
+    int r;
+
+    *call = NULL;
+    while ((r = next_line(s, &line, &len)) == 1) {
+        if (handle_line(s, line, len, call))
+            return 0;
+        if (*call)
+            return 1;
+    }
+    return r;
+}
+
+static void *worker(void *arg)
+{
+    struct server *s = arg;
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        struct job *j = s->head;
+        int r;
+
+        if (j) {
+            s->head = j->next;
+            if (!s->head)
+                s->tail = NULL;
+            s->queued--;
+            pthread_mutex_unlock(&s->mu);
+            run_job(s, j);
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
+        if (s->ended)
+            break;
+        if (s->have_reader) {
+            s->idle++;
+            pthread_cond_wait(&s->cv, &s->mu);
+            s->idle--;
+            continue;
+        }
+        s->have_reader = true;
+        /* The reader keeps the role while it must queue calls. */
+        for (;;) {
+            pthread_mutex_unlock(&s->mu);
+            r = read_request(s, &j);
+            pthread_mutex_lock(&s->mu);
+            if (r <= 0 || s->idle > 0)
+                break;
+            if (s->queued >= MAX_QUEUED) {
+                /* Every thread busy and the queue full: answer, read on. */
+                pthread_mutex_unlock(&s->mu);
+                respond(s, j->id, NULL, "busy", "too many queued calls");
+                json_object_put(j->id);
+                json_object_put(j->args);
+                free(j->tool);
+                free(j);
+                pthread_mutex_lock(&s->mu);
+                continue;
+            }
+            j->next = NULL;
+            if (s->tail)
+                s->tail->next = j;
+            else
+                s->head = j;
+            s->tail = j;
+            s->queued++;
+            j = NULL;
+        }
+        s->have_reader = false;
+        if (r <= 0) {
+            s->ended = true;
+            s->signalled = r < 0;
+            pthread_cond_broadcast(&s->cv);
+            pthread_cond_signal(&s->end_cv);
+            continue;
+        }
+        /* An idle thread becomes the next reader; signalled after
+         * unlocking so it does not wake only to block on mu. */
+        pthread_mutex_unlock(&s->mu);
+        pthread_cond_signal(&s->cv);
+        run_job(s, j);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
 }
 
 int cli_serve(const char *dir)
 {
     struct server s;
-    pthread_t th[WORKERS];
+    pthread_t th[WORKERS + 1];
     struct sigaction sa;
     int rc, nth = 0;
 
@@ -261,13 +347,14 @@ int cli_serve(const char *dir)
     rc = cli_start(dir, &s.h);
     if (rc != EXIT_OK)
         return rc;
+    s.cap = 65536;
+    s.buf = malloc(s.cap);
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cv, NULL);
+    pthread_cond_init(&s.end_cv, NULL);
     pthread_mutex_init(&s.out_mu, NULL);
-    for (; nth < WORKERS; nth++)
-        if (pthread_create(&th[nth], NULL, worker, &s) != 0)
-            break;
     {
+        /* Before any thread can read a request and answer it. */
         struct json_object *ready = json_object_new_object();
         json_object_object_add(ready, "ready", json_object_new_boolean(1));
         json_object_object_add(ready, "tools",
@@ -276,22 +363,33 @@ int cli_serve(const char *dir)
         cli_print_json(ready);
         json_object_put(ready);
     }
-    bool signalled = read_loop(&s);
+    /* WORKERS calls at once, plus the reader. */
+    if (s.buf)
+        for (; nth < WORKERS + 1; nth++)
+            if (pthread_create(&th[nth], NULL, worker, &s) != 0)
+                break;
+    pthread_mutex_lock(&s.mu);
+    /* A reader alone would queue calls nobody runs: give up as on a read
+     * error. */
+    bool starved = nth < 2;
+    if (starved)
+        s.ended = true;
+    while (!s.ended)
+        pthread_cond_wait(&s.end_cv, &s.mu);
+    bool signalled = s.signalled;
+    pthread_mutex_unlock(&s.mu);
 
     /* EOF or shutdown: let accepted calls finish (each is bounded by its
      * timeout), then close.  A signal closes the Apps first: calls in
      * flight end as unknown and are still answered. */
     if (signalled)
         aur_mcp_shutdown(s.h);
-    pthread_mutex_lock(&s.mu);
-    s.stopping = true;
-    pthread_cond_broadcast(&s.cv);
-    pthread_mutex_unlock(&s.mu);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
     aur_mcp_shutdown(s.h);
     aur_mcp_destroy(s.h);
+    free(s.buf);
     close(sig_pipe[0]);
     close(sig_pipe[1]);
-    return EXIT_OK;
+    return starved ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -74,9 +74,15 @@ static struct json_object *copy_scopes(struct json_object *v)
     case json_type_object:
         c = json_object_new_object();
         json_object_object_foreach(v, k, val) {
+            /* The two keys every scopes object has need no copy: static
+             * keys, like the parser's vocabulary (json_parse.c). */
+            const char *key = strcmp(k, "observe") == 0   ? "observe"
+                              : strcmp(k, "publish") == 0 ? "publish"
+                                                          : NULL;
             if (!c || json_object_object_add_ex(
-                          c, k, copy_scopes(val),
-                          JSON_C_OBJECT_ADD_KEY_IS_NEW) != 0)
+                          c, key ? key : k, copy_scopes(val),
+                          JSON_C_OBJECT_ADD_KEY_IS_NEW |
+                              (key ? JSON_C_OBJECT_ADD_CONSTANT_KEY : 0)) != 0)
                 abort();
         }
         break;

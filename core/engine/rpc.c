@@ -257,6 +257,12 @@ drop:
     json_object_put(msg);
 }
 
+/* Set while this thread is inside the transport's send_text: a transport
+ * may read replies on the sending thread (transport-stdio does, for a lone
+ * tools/call), and such a reader is not parked: its own request failed
+ * with the connection, and it stops reading within a few ms. */
+static _Thread_local bool in_send_text;
+
 /*
  * A faulty connection is not read any further: the reader is parked here
  * (QUEUE_WAIT_MS per message at most) until close or reopen, so a flooding
@@ -266,6 +272,8 @@ static void park_faulty(struct aur__rpc *r)
 {
     unsigned gen = r->gen;
     aur_deadline dl = aur__now_ms() + QUEUE_WAIT_MS;
+    if (in_send_text)
+        return;
     while (r->faulty && r->gen == gen && !r->stopping)
         if (aur__cond_wait_until(&r->fcv, &r->mu, dl) == ETIMEDOUT)
             break;
@@ -741,7 +749,9 @@ static int send_text(struct aur__rpc *r, const char *method,
     line[len - 1] = '}';
     line[len] = '\0';
     if (AUR_HAS(r->ops, send_text)) {
+        in_send_text = true;
         rc = r->ops->send_text(r->conn, line, len, dl, err);
+        in_send_text = false;
     } else {
         struct json_object *msg = NULL;
         rc = aur__json_parse(line, len, 128, &msg, err);

@@ -38,9 +38,11 @@ struct stdio_state {
  * destroyed by stdio_child_stop (which joins the thread).
  *
  * Locking: mu guards the flags marked (mu).  The I/O thread is the only
- * writer of exited/out_done/err_done/reported, so it may read them without
- * the lock; everybody else takes mu.  in_fd and in_broken belong to the
- * holder of the connection's write token.
+ * writer of exited/err_done, so it may read them without the lock;
+ * out_done and reported may also be set by a caller reading stdout (see
+ * "assist" in stdio_io.c), so everybody reads those under mu.  in_fd and
+ * in_broken belong to the holder of the connection's write token.  The
+ * stdout line buffer belongs to the stdout owner (out_owner).
  */
 struct stdio_child {
     struct aur_conn *conn; /* owner (borrowed back pointer) */
@@ -62,9 +64,19 @@ struct stdio_child {
     int exit_code;     /* (mu) siginfo si_code: CLD_EXITED, CLD_KILLED.. */
     int exit_status;   /* (mu) exit status or signal number */
 
-    /* I/O thread only. */
+    /* Who reads stdout (see stdio_io.c, "assist"). */
+    int out_owner;       /* (mu) 0 nobody, 1 the I/O thread, 2 a caller */
+    bool io_parked;      /* (mu) the I/O thread is not polling stdout */
+    int64_t park_until;  /* (mu) ... and need not before this host time */
+    int kick_w1;         /* (mu) wake-up pipe of the I/O thread + 1, 0 none */
+    int64_t *ids;        /* (mu) integer ids of requests awaiting a reply */
+    size_t n_ids, cap_ids; /* (mu; n_ids also read atomically) */
+
+    /* The stdout owner only. */
     char *line;
     size_t line_len, line_cap;
+
+    /* I/O thread only. */
     char *eline; /* stderr_line bytes */
     size_t eline_len;
     bool etrunc; /* the current stderr line was cut */
@@ -143,6 +155,36 @@ void *stdio_io_main(void *arg);
  * or framing lost) or AUR_E_IO.  Never raises SIGPIPE. */
 int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                       aur_deadline dl, struct aur_error *err);
+
+/* Split stdout bytes into frames and deliver them; the caller owns stdout
+ * (out_owner). */
+void stdio_stdout_bytes(struct stdio_child *ch, const char *p, size_t n);
+
+/* After a caller found its reply, the I/O thread leaves stdout to the
+ * callers this long (ms), so a stream of calls does not hand it back and
+ * forth; it checks again each time. */
+#define STDIO_PARK_MS 2
+
+/* ---- stdio_assist.c ------------------------------------------------ */
+
+/* The integer id of a request as the core writes it ({"jsonrpc":"2.0",
+ * "id":N,"method":...), and whether it is a tools/call. */
+bool stdio_request_id(const char *buf, size_t len, int64_t *id,
+                      bool *is_call);
+/* The ids of requests awaiting a reply; mu held.  add: when full (or out
+ * of memory) the id is not remembered, so no assist happens. */
+bool stdio_ids_has(const struct stdio_child *ch, int64_t id);
+void stdio_ids_add(struct stdio_child *ch, int64_t id);
+void stdio_ids_remove(struct stdio_child *ch, int64_t id);
+/* msg (borrowed) is a response: forget its id.  Takes mu. */
+void stdio_note_response(struct stdio_child *ch, struct json_object *msg);
+
+/* After a successful stdio_child_write of buf, without the write token:
+ * if buf is a tools/call and the only request waiting for a reply, read
+ * stdout on this thread for a short while so the reply needs no hand-off
+ * from the I/O thread.  Any thread; never concurrent with stop. */
+void stdio_child_assist(struct stdio_child *ch, const char *buf, size_t len,
+                        aur_deadline dl);
 
 /* pthread_cond_timedwait on a CLOCK_MONOTONIC cond until host time
  * until_ms.  Returns false once until_ms has passed.  Caller loops on its

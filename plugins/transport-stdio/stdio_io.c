@@ -5,11 +5,15 @@
  * stdout and stderr are always drained (a full pipe would wedge the App)
  * and the thread can always be told to stop, even when an escaped
  * grandchild keeps the pipes open.  on_closed is decided here, once.
+ * A caller waiting for the reply to a lone tools/call may read stdout
+ * itself for a moment ("assist", below), so the reply needs no hand-off
+ * between threads.
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -196,6 +200,8 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
                       ch->conn->package, len);
         return true;
     }
+    if (__atomic_load_n(&ch->n_ids, __ATOMIC_RELAXED))
+        stdio_note_response(ch, msg);
     deliver(ch, msg);
     return true;
 }
@@ -233,7 +239,7 @@ static void line_reset(struct stdio_child *ch)
     }
 }
 
-static void stdout_bytes(struct stdio_child *ch, const char *p, size_t n)
+void stdio_stdout_bytes(struct stdio_child *ch, const char *p, size_t n)
 {
     const char *end = p + n;
     size_t max = ch->conn->st->max_line + 1;
@@ -275,7 +281,7 @@ static void read_stdout(struct stdio_child *ch, char *chunk)
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
     if (n > 0) {
-        stdout_bytes(ch, chunk, (size_t)n);
+        stdio_stdout_bytes(ch, chunk, (size_t)n);
         return;
     }
     /* EOF (or a read error, which ends the stream the same way).  A
@@ -435,13 +441,18 @@ static void check_exit(struct stdio_child *ch)
 static int decide(struct stdio_child *ch, int64_t *linger_until)
 {
     const struct aur_host *h = ch->conn->st->host;
+    bool reported, out_done;
     int64_t now;
 
-    if (ch->reported || (!ch->exited && !ch->out_done)) {
+    pthread_mutex_lock(&ch->mu);
+    reported = ch->reported;
+    out_done = ch->out_done;
+    pthread_mutex_unlock(&ch->mu);
+    if (reported || (!ch->exited && !out_done)) {
         *linger_until = -1;
         return -1;
     }
-    if (ch->exited && ch->out_done) {
+    if (ch->exited && out_done) {
         report_exit(ch);
         return -1;
     }
@@ -462,8 +473,9 @@ static int decide(struct stdio_child *ch, int64_t *linger_until)
 void *stdio_io_main(void *arg)
 {
     struct stdio_child *ch = arg;
+    const struct aur_host *h = ch->conn->st->host;
     int64_t linger_until = -1;
-    int timeout = -1;
+    int timeout = -1, kick[2] = {-1, -1};
     char *chunk = malloc(CHUNK);
 
     if (!chunk) {
@@ -473,14 +485,35 @@ void *stdio_io_main(void *arg)
         report_closed(ch, &e);
         return NULL;
     }
+    /* Without the kick pipe no caller reads stdout (no assist). */
+    if (pipe2(kick, O_CLOEXEC | O_NONBLOCK) == 0) {
+        pthread_mutex_lock(&ch->mu);
+        ch->kick_w1 = kick[1] + 1;
+        pthread_mutex_unlock(&ch->mu);
+    }
     for (;;) {
-        struct pollfd p[4];
-        int n = 0, io = -1, ie = -1, ip = -1, t = timeout;
+        struct pollfd p[5];
+        int n = 0, io = -1, ie = -1, ip = -1, ik = -1, t = timeout;
+        bool out_done, park;
+
+        pthread_mutex_lock(&ch->mu);
+        out_done = ch->out_done;
+        park = ch->out_owner == 2 ||
+               (ch->park_until > 0 && h->now_ms() < ch->park_until);
+        ch->io_parked = park && !out_done;
+        pthread_mutex_unlock(&ch->mu);
 
         p[n++] = (struct pollfd){.fd = ch->stop_r, .events = POLLIN};
-        if (!ch->out_done) {
+        if (!out_done && !park) {
             io = n;
             p[n++] = (struct pollfd){.fd = ch->out_fd, .events = POLLIN};
+        } else if (!out_done) {
+            /* Parked: a caller reads stdout; look again soon, or when
+             * kicked. */
+            ik = n;
+            p[n++] = (struct pollfd){.fd = kick[0], .events = POLLIN};
+            if (t < 0 || t > STDIO_PARK_MS)
+                t = STDIO_PARK_MS;
         }
         if (!ch->err_done) {
             ie = n;
@@ -496,13 +529,44 @@ void *stdio_io_main(void *arg)
             break; /* cannot happen with valid fds; stop will join us */
         if (p[0].revents)
             break;
+        if (ik >= 0 && p[ik].revents) {
+            char drain[64];
+            while (read(kick[0], drain, sizeof drain) > 0)
+                ;
+        }
         if (!ch->exited && (ip < 0 || p[ip].revents))
             check_exit(ch);
-        if (io >= 0 && p[io].revents)
-            read_stdout(ch, chunk);
+        if (io >= 0 && p[io].revents) {
+            bool mine;
+
+            pthread_mutex_lock(&ch->mu);
+            mine = ch->out_owner == 0;
+            if (mine)
+                ch->out_owner = 1;
+            pthread_mutex_unlock(&ch->mu);
+            /* Not mine: a caller took stdout meanwhile; park next time. */
+            if (mine) {
+                read_stdout(ch, chunk);
+                pthread_mutex_lock(&ch->mu);
+                ch->out_owner = 0;
+                pthread_mutex_unlock(&ch->mu);
+            }
+        }
         if (ie >= 0 && p[ie].revents)
             read_stderr(ch, chunk);
         timeout = decide(ch, &linger_until);
+    }
+    pthread_mutex_lock(&ch->mu);
+    ch->kick_w1 = 0;
+    ch->io_parked = false;
+    free(ch->ids);
+    ch->ids = NULL;
+    __atomic_store_n(&ch->n_ids, 0, __ATOMIC_RELAXED);
+    ch->cap_ids = 0;
+    pthread_mutex_unlock(&ch->mu);
+    if (kick[0] >= 0) {
+        close(kick[0]);
+        close(kick[1]);
     }
     free(chunk);
     return NULL;
@@ -551,38 +615,62 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
 {
     const char *pkg = ch->conn->package;
     sigset_t pipe_set, old, pending;
+    struct sigaction sa;
     bool was_pending;
     size_t done = 0;
     bool exited;
     int rc, eno = 0;
 
+    int64_t id;
+    bool is_call, tracked = stdio_request_id(buf, len, &id, &is_call);
+
     pthread_mutex_lock(&ch->mu);
     exited = ch->exited;
+    /* Before the bytes leave: the reply may come first. */
+    if (tracked && !exited)
+        stdio_ids_add(ch, id);
     pthread_mutex_unlock(&ch->mu);
-    if (exited || ch->in_fd < 0 || ch->in_broken)
+    if (exited || ch->in_fd < 0 || ch->in_broken) {
+        if (tracked && !exited) {
+            pthread_mutex_lock(&ch->mu);
+            stdio_ids_remove(ch, id);
+            pthread_mutex_unlock(&ch->mu);
+        }
         return aur_fail(err, AUR_E_CLOSED, 0, "%s: %s", pkg,
                         ch->in_broken ? "stdin framing lost by an "
                                         "earlier failed write"
                                       : "App process has exited");
+    }
 
     /* The host normally ignores SIGPIPE; if it does not, a write to a dead
      * child must still not kill it: block the signal on this thread and
-     * swallow the one our EPIPE raised. */
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    sigpending(&pending);
-    was_pending = sigismember(&pending, SIGPIPE) == 1;
-    rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
-                   &eno);
-    if (rc == AUR_E_CLOSED && !was_pending) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &zero);
+     * swallow the one our EPIPE raised.  Asking costs one system call per
+     * write instead of the three of the masking. */
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN) {
+        rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
+                       &eno);
+    } else {
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+        sigpending(&pending);
+        was_pending = sigismember(&pending, SIGPIPE) == 1;
+        rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
+                       &eno);
+        if (rc == AUR_E_CLOSED && !was_pending) {
+            struct timespec zero = {0, 0};
+            sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     if (rc == AUR_OK)
         return AUR_OK;
+    if (tracked) {
+        pthread_mutex_lock(&ch->mu);
+        stdio_ids_remove(ch, id);
+        pthread_mutex_unlock(&ch->mu);
+    }
     if (rc == AUR_E_CLOSED || done > 0)
         ch->in_broken = true;
     if (rc == AUR_E_TIMEOUT)

@@ -264,6 +264,7 @@ static void token_give(struct aur_conn *c)
 static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
                            aur_deadline dl, struct aur_error *err)
 {
+    struct stdio_child *ch;
     int rc;
 
     if (!c || !s)
@@ -271,12 +272,17 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
     rc = token_take(c, dl, err);
     if (rc != AUR_OK)
         return rc;
-    if (!c->child)
+    ch = c->child;
+    if (!ch)
         rc = aur_fail(err, AUR_E_CLOSED, 0, "%s: no App process",
                       c->package);
     else
-        rc = stdio_child_write(c->child, s, len, dl, err);
+        rc = stdio_child_write(ch, s, len, dl, err);
     token_give(c);
+    /* The child cannot change under us: reopen and close are never
+     * concurrent with a send. */
+    if (rc == AUR_OK)
+        stdio_child_assist(ch, s, len, dl);
     return rc;
 }
 

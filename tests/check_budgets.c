@@ -39,43 +39,24 @@ static void teardown(void)
     free(logpath);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A config whose [mcp] holds mcp_lines and one fixture App with
  * app_extra in [app] and the fixture options opts. */
 static void config(const char *mcp_lines, const char *app_extra,
                    const char *const *opts)
 {
-    const char *args[40];
     char *mcp;
-    size_t n = 0;
     ck_assert(asprintf(&mcp, "enabled = true\n%s", mcp_lines ? mcp_lines
                                                              : "") > 0);
     dir = h_mkconfig(NULL, mcp);
     free(mcp);
     ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
-    args[n++] = "--log";
-    args[n++] = logpath;
-    for (size_t i = 0; opts && opts[i] && n < 38; i++)
-        args[n++] = opts[i];
-    args[n] = NULL;
-    h_add_app(dir, "a.ini", PKG, 20, app_extra, fixture, args);
+    h_add_logged_app(dir, "a.ini", PKG, 20, app_extra, fixture, NULL,
+                     logpath, opts);
 }
 
 static int start(struct aur_mcp **h, struct aur_startup_error *serr)
 {
-    struct aur_error err;
-    int rc;
-    memset(serr, 0, sizeof *serr);
-    *h = NULL;
-    rc = aur_mcp_create(dir, NULL, h, serr, &err);
-    ck_assert_msg(rc == AUR_OK, "create: %s", err.msg);
-    return aur_mcp_start(*h, serr, &err);
+    return h_start(dir, h, serr);
 }
 
 static void start_ok(struct aur_mcp **h)
@@ -104,59 +85,10 @@ static void start_fails(const char *phase, const char *want1,
     ck_assert_int_eq(h_procs_with(logpath), 0);
 }
 
-/* The first App of the status document (new object, transfer). */
-static struct json_object *app_status(struct aur_mcp *h)
-{
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *a = NULL;
-    if (json_object_object_get_ex(st, "apps", &apps))
-        a = json_object_get(json_object_array_get_idx(apps, 0));
-    json_object_put(st);
-    ck_assert_ptr_nonnull(a);
-    return a;
-}
-
-static const char *member_str(struct json_object *o, const char *key)
-{
-    struct json_object *v;
-    if (!json_object_object_get_ex(o, key, &v) ||
-        !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
-
 static bool member_bool(struct json_object *o, const char *key)
 {
     struct json_object *v;
     return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
-}
-
-struct kinds {
-    int n;
-    char k[16][64];
-};
-
-static void collect(void *ud, const char *line)
-{
-    struct kinds *l = ud;
-    struct json_object *o = json_tokener_parse(line), *v;
-    ck_assert_msg(o != NULL, "journal line is not JSON");
-    if (l->n < 16 && json_object_object_get_ex(o, "kind", &v))
-        snprintf(l->k[l->n++], sizeof l->k[0], "%s", json_object_get_string(v));
-    json_object_put(o);
-}
-
-static void journal_is(const char *const *want)
-{
-    struct kinds l = {0};
-    struct aur_error err;
-    int n = 0;
-    ck_assert_msg(aur_journal_dump(dir, 0, NULL, collect, &l, &err) == AUR_OK,
-                  "journal: %s", err.msg);
-    for (; want[n]; n++) {
-        ck_assert_int_gt(l.n, n);
-        ck_assert_str_eq(l.k[n], want[n]);
-    }
-    ck_assert_int_eq(l.n, n);
 }
 
 /* ---- notifications per second --------------------------------------- */
@@ -175,10 +107,10 @@ START_TEST(flood_during_startup_fails_naming_budget)
                                     NULL};
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    int64_t t0 = now_ms();
+    int64_t t0 = h_now_ms();
     config(FLOOD_BUDGET, NULL, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
-    ck_assert_int_lt(now_ms() - t0, 10000);
+    ck_assert_int_lt(h_now_ms() - t0, 10000);
     ck_assert_str_eq(serr.code, "startup_failed");
     ck_assert_str_eq(serr.app, PKG);
     ck_assert_msg(strcmp(serr.phase, "tools/list") == 0 ||
@@ -190,7 +122,7 @@ START_TEST(flood_during_startup_fails_naming_budget)
                   serr.message);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(j);
+    h_journal_is(dir, j);
 }
 END_TEST
 
@@ -208,9 +140,9 @@ START_TEST(steady_rate_under_budget_is_fine)
     ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 10000, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     aur_tool_output_clear(&out);
-    a = app_status(h);
-    ck_assert_str_eq(member_str(a, "state"), "ready");
-    ck_assert_ptr_null(member_str(a, "last_error"));
+    a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "state"), "ready");
+    ck_assert_ptr_null(h_str(a, "last_error"));
     json_object_put(a);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
@@ -289,26 +221,26 @@ START_TEST(flood_after_activation_makes_app_unavailable)
     /* The dispatch thread marks the App; its close item jumps the
      * queue, so this is prompt. */
     for (int i = 0; i < 100; i++) {
-        a = app_status(h);
-        if (strcmp(member_str(a, "state"), "ready") != 0)
+        a = h_app_status(h);
+        if (strcmp(h_str(a, "state"), "ready") != 0)
             break;
         json_object_put(a);
         a = NULL;
         usleep(20 * 1000);
     }
     if (!a)
-        a = app_status(h);
-    ck_assert_str_eq(member_str(a, "state"), "unavailable");
-    ck_assert_ptr_nonnull(member_str(a, "last_error"));
-    ck_assert_msg(strstr(member_str(a, "last_error"),
+        a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "state"), "unavailable");
+    ck_assert_ptr_nonnull(h_str(a, "last_error"));
+    ck_assert_msg(strstr(h_str(a, "last_error"),
                          "max_notifications_per_second"),
-                  "last_error: %s", member_str(a, "last_error"));
+                  "last_error: %s", h_str(a, "last_error"));
     ck_assert(member_bool(a, "restart_required"));
     json_object_put(a);
     ck_assert_int_eq(aur_mcp_restart_required(h), 1);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
-    journal_is(j);
+    h_journal_is(dir, j);
 }
 END_TEST
 
@@ -427,8 +359,8 @@ START_TEST(result_over_budget_is_unknown)
                   out.content);
     ck_assert_ptr_null(strstr(out.content, "rrrr"));
     aur_tool_output_clear(&out);
-    a = app_status(h);
-    ck_assert_str_eq(member_str(a, "state"), "ready");
+    a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "state"), "ready");
     json_object_put(a);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
@@ -600,13 +532,4 @@ static Suite *budgets_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(budgets_suite());
-    int failed;
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return h_run_suite(budgets_suite()); }

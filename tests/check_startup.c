@@ -456,69 +456,59 @@ START_TEST(apps_close_in_reverse_config_order)
 }
 END_TEST
 
-/* Cancel once the App is stuck in tools/list (bounded wait), so the
- * phase the cancel lands in does not depend on the machine's speed. */
-static void *cancel_when_listing(void *h)
+/* The server's log line a cancel waits for (bounded), so the phase the
+ * cancel lands in does not depend on the machine's speed. */
+static const char *cancel_after;
+static struct aur_mcp *cancel_host;
+
+static void *cancel_when_logged(void *unused)
 {
-    for (int i = 0; i < 1000 && h_count_lines(logpath, "tools/list") < 1;
+    (void)unused;
+    for (int i = 0; i < 1000 && h_count_lines(logpath, cancel_after) < 1;
          i++)
         usleep(10000);
     usleep(100000);
-    aur_mcp_cancel(h);
+    aur_mcp_cancel(cancel_host);
     return NULL;
 }
 
-static void *cancel_when_probed(void *h)
+/* Startup of one App (opts) cancelled once the server logged line: it
+ * ends interrupted, naming the App and the phase, with nothing left. */
+static void cancel_lands_in(const char *const *opts, const char *line,
+                            const char *pkg, const char *phase)
 {
-    for (int i = 0; i < 1000 &&
-                    h_count_lines(logpath, "server/discover") < 1;
-         i++)
-        usleep(10000);
-    usleep(100000);
-    aur_mcp_cancel(h);
-    return NULL;
+    struct aur_startup_error serr;
+    struct aur_error err;
+    pthread_t t;
+    int64_t t0 = h_now_ms();
+    add_fixture("a.ini", pkg, 30, opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &cancel_host, &serr, &err),
+                     AUR_OK);
+    cancel_after = line;
+    ck_assert_int_eq(pthread_create(&t, NULL, cancel_when_logged, NULL), 0);
+    ck_assert_int_eq(aur_mcp_start(cancel_host, &serr, &err),
+                     AUR_E_CANCELLED);
+    pthread_join(t, NULL);
+    ck_assert_int_lt(h_now_ms() - t0, h_slack(5000));
+    ck_assert_str_eq(serr.code, "interrupted");
+    ck_assert_str_eq(serr.app, pkg);
+    ck_assert_str_eq(serr.phase, phase);
+    aur_mcp_destroy(cancel_host);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
 }
 
 /* A cancel in connect names the App and the phase (not "activate"). */
 START_TEST(cancel_during_connect_names_the_app)
 {
     const char *opts[] = {"--probe-silent", NULL};
-    struct aur_startup_error serr;
-    struct aur_error err;
-    struct aur_mcp *h = NULL;
-    pthread_t t;
-    add_fixture("a.ini", "org.test.probe", 30, opts);
-    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
-    ck_assert_int_eq(pthread_create(&t, NULL, cancel_when_probed, h), 0);
-    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_E_CANCELLED);
-    pthread_join(t, NULL);
-    ck_assert_str_eq(serr.code, "interrupted");
-    ck_assert_str_eq(serr.app, "org.test.probe");
-    ck_assert_str_eq(serr.phase, "connect");
-    aur_mcp_destroy(h);
-    ck_assert_int_eq(h_procs_with(logpath), 0);
+    cancel_lands_in(opts, "server/discover", "org.test.probe", "connect");
 }
 END_TEST
 
 START_TEST(cancel_interrupts_a_hanging_startup)
 {
     const char *opts[] = {"--era", "modern", "--hang-at", "list", NULL};
-    struct aur_startup_error serr;
-    struct aur_error err;
-    struct aur_mcp *h = NULL;
-    pthread_t t;
-    int64_t t0 = h_now_ms();
-    add_fixture("a.ini", "org.test.hang", 30, opts);
-    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
-    ck_assert_int_eq(pthread_create(&t, NULL, cancel_when_listing, h), 0);
-    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_E_CANCELLED);
-    pthread_join(t, NULL);
-    ck_assert_int_lt(h_now_ms() - t0, h_slack(5000));
-    ck_assert_str_eq(serr.code, "interrupted");
-    ck_assert_str_eq(serr.app, "org.test.hang");
-    ck_assert_str_eq(serr.phase, "tools/list");
-    aur_mcp_destroy(h);
-    ck_assert_int_eq(h_procs_with(logpath), 0);
+    cancel_lands_in(opts, "tools/list", "org.test.hang", "tools/list");
 }
 END_TEST
 

@@ -6,6 +6,7 @@
  */
 #include "aur_setup.h"
 
+#include "support/check_main.h"
 #include <check.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -702,14 +703,4 @@ static Suite *abi_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(abi_suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return aur_check_main(abi_suite(), NULL); }

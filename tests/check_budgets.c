@@ -532,4 +532,4 @@ static Suite *budgets_suite(void)
     return s;
 }
 
-int main(void) { return h_run_suite(budgets_suite()); }
+int main(void) { return aur_check_main(budgets_suite(), NULL); }

@@ -396,4 +396,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void) { return h_run_suite(suite()); }
+int main(void) { return aur_check_main(suite(), NULL); }

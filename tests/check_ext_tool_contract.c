@@ -10,6 +10,7 @@
  */
 #include "aur_setup.h"
 
+#include "support/check_main.h"
 #include <check.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -997,13 +998,4 @@ static Suite *unit_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(unit_suite());
-    int failed;
-    srunner_add_suite(sr, tc_host_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return aur_check_main(unit_suite(), tc_host_suite()); }

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE 1
 #include <aurora/aur_plugin.h>
+#include "support/check_main.h"
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -1207,13 +1208,4 @@ static Suite *we_suite(void)
     return su;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(we_suite());
-    int failed;
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return aur_check_main(we_suite(), NULL); }

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE 1
 #include <aurora/aur_host.h>
+#include "support/check_main.h"
 #include <check.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -529,13 +530,4 @@ static Suite *host_suite(void)
     return su;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(host_suite());
-    int failed;
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return aur_check_main(host_suite(), NULL); }

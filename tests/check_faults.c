@@ -408,5 +408,5 @@ static Suite *faults_suite(void)
 
 int main(void)
 {
-    return h_run_suite(faults_suite());
+    return aur_check_main(faults_suite(), NULL);
 }

@@ -6,6 +6,7 @@
  */
 #include "aur_setup.h"
 
+#include "support/check_main.h"
 #include <check.h>
 #include <limits.h>
 #include <math.h>
@@ -671,14 +672,4 @@ static Suite *jsonx_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(jsonx_suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return aur_check_main(jsonx_suite(), NULL); }

@@ -4,6 +4,7 @@
  */
 #include "aur_setup.h"
 
+#include "support/check_main.h"
 #include <check.h>
 #include <stdio.h>
 
@@ -292,14 +293,4 @@ static Suite *names_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(names_suite());
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return aur_check_main(names_suite(), NULL); }

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "jsonx.h"
 
+#include "support/check_main.h"
 #include <check.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -215,17 +216,10 @@ int main(void)
 {
     Suite *s = suite_create("oom");
     TCase *t = tcase_create("sweep");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(t, 120);
     tcase_add_test(t, config_load_every_failure_is_nomem);
     tcase_add_test(t, canonical_json_every_failure_is_nomem);
     suite_add_tcase(s, t);
-    sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return aur_check_main(s, NULL);
 }

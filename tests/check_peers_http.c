@@ -718,5 +718,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    return h_run_suite(suite());
+    return aur_check_main(suite(), NULL);
 }

@@ -358,14 +358,3 @@ void h_journal_is(const char *dir, const char *const *want)
     ck_assert_int_eq(l.n, n);
 }
 
-int h_run_suite(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    int failed;
-
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}

@@ -14,6 +14,8 @@
 #include <aurora/aur_host.h>
 
 #include <check.h>
+
+#include "check_main.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -102,7 +104,5 @@ const char *h_str(struct json_object *o, const char *key);
  * want (NULL-terminated, at most 16), in order. */
 void h_journal_is(const char *dir, const char *const *want);
 
-/* Run s in fork mode; EXIT_SUCCESS when nothing failed. */
-int h_run_suite(Suite *s);
 
 #endif

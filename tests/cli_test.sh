@@ -145,28 +145,6 @@ wait "$pid"; expect_eq $? 0 "serve exit after busy"
 exec 8>&-
 expect_eq "$(leftover "$T/q")" 0 "no child after busy"
 
-# Every worker busy and the queue full: the next call is answered busy at
-# once and the reader goes on.  The App holds each call 20 s, so the
-# workers stay busy whatever the machine's speed; SIGTERM ends it all.
-mkcfg "$T/b"
-addapp "$T/b" a.ini org.test.slow 30 --era modern --call-delay-ms 20000
-rm -f "$T/in"
-mkfifo "$T/in"
-"$BIN" serve -c "$T/b" <"$T/in" >"$T/busy.out" 2>/dev/null &
-pid=$!
-exec 7>"$T/in"
-for _ in $(seq 300); do grep -q ready "$T/busy.out" 2>/dev/null && break; sleep 0.1; done
-# 64 workers + 4096 queued + 1 over: generous, the excess is busy too.
-for i in $(seq 4200); do
-    printf '{"id":%d,"op":"call","tool":"aur.mcp.org.test.slow.t0000","arguments":{}}\n' "$i"
-done >&7
-for _ in $(seq 300); do grep -q '"code":"busy"' "$T/busy.out" 2>/dev/null && break; sleep 0.1; done
-expect_has "$(cat "$T/busy.out")" '"error":{"code":"busy"' "busy when the queue is full"
-kill -TERM "$pid"
-wait "$pid"; expect_eq $? 0 "serve SIGTERM exit with a full queue"
-exec 7>&-
-expect_eq "$(leftover "$T/b")" 0 "no child after SIGTERM with a full queue"
-
 # --- journal ---------------------------------------------------------------
 out=$("$BIN" journal -c "$T/a" --scope aurora:mcp:org.test.cli)
 expect_has "$out" '"kind":"mcp.app.starting"' "journal lists commits"

@@ -288,7 +288,9 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&s->mu);
             r = read_request(s, &j);
             pthread_mutex_lock(&s->mu);
-            if (r <= 0 || s->idle > 0)
+            /* Hand over only to a thread that will read: an idle one
+             * woken while calls are queued takes a call instead. */
+            if (r <= 0 || (s->idle > 0 && !s->head))
                 break;
             if (s->queued >= MAX_QUEUED) {
                 /* Every thread busy and the queue full: answer, read on. */
@@ -309,6 +311,8 @@ static void *worker(void *arg)
             s->tail = j;
             s->queued++;
             j = NULL;
+            if (s->idle > 0)
+                pthread_cond_signal(&s->cv); /* it runs a queued call */
         }
         s->have_reader = false;
         if (r <= 0) {

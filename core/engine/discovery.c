@@ -128,13 +128,67 @@ static struct json_object *default_scopes(const char *package)
     return o;
 }
 
+/* The raw names of one listing pass (borrowed from its tools), hashed:
+ * a catalog may hold max_tools names, too many to compare pairwise. */
+struct name_set {
+    const char **slot;
+    size_t cap, n; /* cap a power of two, at least twice n */
+};
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)h;
+}
+
+static bool name_set_has(const struct name_set *ns, const char *name)
+{
+    if (!ns->cap)
+        return false;
+    for (size_t i = name_hash(name) & (ns->cap - 1); ns->slot[i];
+         i = (i + 1) & (ns->cap - 1))
+        if (strcmp(ns->slot[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* name must not be in the set yet.  false: out of memory. */
+static bool name_set_add(struct name_set *ns, const char *name)
+{
+    if (2 * (ns->n + 1) > ns->cap) {
+        size_t cap = ns->cap ? ns->cap * 2 : 64;
+        const char **v = calloc(cap, sizeof *v);
+        if (!v)
+            return false;
+        for (size_t i = 0; i < ns->cap; i++) {
+            if (!ns->slot[i])
+                continue;
+            size_t j = name_hash(ns->slot[i]) & (cap - 1);
+            while (v[j])
+                j = (j + 1) & (cap - 1);
+            v[j] = ns->slot[i];
+        }
+        free(ns->slot);
+        ns->slot = v;
+        ns->cap = cap;
+    }
+    size_t j = name_hash(name) & (ns->cap - 1);
+    while (ns->slot[j])
+        j = (j + 1) & (ns->cap - 1);
+    ns->slot[j] = name;
+    ns->n++;
+    return true;
+}
+
 /* aurora-semantics §1.2, §2.1, §6: one tool from a tools/list page. */
-static int bind_tool(struct aur__app *app, struct json_object *tj,
-                     struct aur_error *err)
+static int bind_tool(struct aur__app *app, struct name_set *names,
+                     struct json_object *tj, struct aur_error *err)
 {
     const char *pkg = app->cfg->package;
     struct json_object *name, *schema, *type, *desc;
-    struct aur__tool *t;
+    struct aur__tool *t = NULL;
     const char *raw;
     int rc;
 
@@ -149,10 +203,9 @@ static int bind_tool(struct aur__app *app, struct json_object *tj,
                         "tool name cannot form a valid Aurora tool id: "
                         "%s/%.80s",
                         pkg, raw);
-    for (size_t i = 0; i < app->ntools; i++)
-        if (strcmp(app->tools[i]->raw_name, raw) == 0)
-            return aur_fail(err, AUR_E_CATALOG, 0, "duplicate tool name: %s",
-                            raw);
+    if (name_set_has(names, raw))
+        return aur_fail(err, AUR_E_CATALOG, 0, "duplicate tool name: %s",
+                        raw);
     if (!json_object_object_get_ex(tj, "inputSchema", &schema) ||
         !json_object_is_type(schema, json_type_object) ||
         !json_object_object_get_ex(schema, "type", &type) ||
@@ -165,18 +218,17 @@ static int bind_tool(struct aur__app *app, struct json_object *tj,
     char *id = aur__strdup_printf("aur.mcp.%s.%s", pkg, raw);
     rc = id ? aur__tool_budget_check(app, id, tj, err)
             : aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    free(id);
-    if (rc != AUR_OK)
+    if (rc == AUR_OK && (int)app->ntools >= app->mcp->cfg->max_tools)
+        rc = aur_fail(err, AUR_E_LIMIT, 0, "too many tools (more than %d)",
+                      app->mcp->cfg->max_tools);
+    if (rc == AUR_OK && !(t = calloc(1, sizeof *t)))
+        rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    if (rc != AUR_OK) {
+        free(id);
         return rc;
-    if ((int)app->ntools >= app->mcp->cfg->max_tools)
-        return aur_fail(err, AUR_E_LIMIT, 0, "too many tools (more than %d)",
-                        app->mcp->cfg->max_tools);
-
-    t = calloc(1, sizeof *t);
-    if (!t)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
     t->app = app;
-    t->id = aur__strdup_printf("aur.mcp.%s.%s", pkg, raw);
+    t->id = id;
     t->raw_name = strdup(raw);
     if (json_object_object_get_ex(tj, "description", &desc) &&
         json_object_is_type(desc, json_type_string))
@@ -202,7 +254,9 @@ static int bind_tool(struct aur__app *app, struct json_object *tj,
     }
     struct aur__tool **grown =
         realloc(app->tools, (app->ntools + 1) * sizeof *grown);
-    if (!grown) {
+    if (!grown || !t->raw_name || !name_set_add(names, t->raw_name)) {
+        if (grown)
+            app->tools = grown;
         aur__tool_free(t);
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
@@ -252,6 +306,7 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
                     struct aur_error *err)
 {
     struct cursors seen = {0};
+    struct name_set names = {0};
     char *cursor = NULL;
     int64_t before = changes_now(app);
     int pages = 0, rc = AUR_OK;
@@ -283,7 +338,8 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         }
         size_t n = json_object_array_length(tools);
         for (size_t i = 0; i < n && rc == AUR_OK; i++)
-            rc = bind_tool(app, json_object_array_get_idx(tools, i), err);
+            rc = bind_tool(app, &names, json_object_array_get_idx(tools, i),
+                           err);
         free(cursor);
         cursor = NULL;
         if (rc == AUR_OK && json_object_object_get_ex(res, "nextCursor", &next) &&
@@ -308,6 +364,7 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
     }
     free(cursor);
     cursors_free(&seen);
+    free(names.slot);
     *stale = changes_now(app) != before;
     return rc;
 }

@@ -1,11 +1,13 @@
 /*
  * http_int.h - private to transport-http (never installed).
  *
- * Four files share these types:
+ * Five files share these types:
  *   http_plugin.c  descriptor, init/fini, open/send/close/set_protocol/
  *                  cancel, the worker pool and the stream threads
  *   http_post.c    one job: headers, the curl transfer, redirects, and
  *                  what reaches the sink (incl. synthesised errors)
+ *   http_xheader.c x-mcp-header annotations: tools/list filtering and the
+ *                  Mcp-Param-* headers of tools/call (modern era only)
  *   http_sse.c     the text/event-stream parser (pure, no I/O)
  *   http_url.c     URL and redirect-hop validation, origins
  *
@@ -125,6 +127,8 @@ struct http_job {
     size_t len;
     struct json_object *id; /* request id (own ref), J_REQUEST/J_LISTEN */
     char method[64];        /* "" if none or too long */
+    int xh_page;             /* modern tools/list: 1 first page (no
+                              * cursor), 2 a later page; 0 otherwise */
     struct curl_slist *hdrs; /* everything but Authorization */
     bool with_session;       /* hdrs carry Mcp-Session-Id */
     bool barrier;            /* nothing later starts before it ended */
@@ -163,6 +167,9 @@ struct aur_conn {
     int barriers;           /* (mu) barrier jobs queued or running */
     bool barrier_running;   /* (mu) */
     bool get_pending;       /* (mu) GET waits for the barriers */
+    struct xh_table *xh;    /* (mu) x-mcp-header pairs of the last
+                             * complete modern listing, or NULL */
+    struct xh_table *xh_pending; /* (mu) the listing being paged */
     struct http_job *queue, *queue_tail; /* (mu) */
     size_t queued;          /* (mu) */
     struct http_job *running; /* (mu) */
@@ -189,6 +196,14 @@ void http_curl_free(struct http_curl *hc);
 int http_job_headers(struct aur_conn *c, struct http_job *j,
                      struct json_object *msg, struct aur_error *err);
 
+/* Append "name: <value>" with the mcp-wire.md §(e) value encoding: a
+ * string as is or =?base64?...?=, an integer in decimal, a boolean as
+ * true/false; null and non-primitive values add nothing.  AUR_E_LIMIT
+ * when the line would be over HTTP_MAX_HEADER bytes. */
+#define HTTP_MAX_HEADER 8192
+int http_add_encoded(struct curl_slist **l, const char *name,
+                     struct json_object *v);
+
 /* Run j to its end: transfer, redirects, sink delivery.  No sink call
  * once the job is cancelled or the connection is closing. */
 void http_job_run(struct http_curl *hc, struct http_job *j);
@@ -198,6 +213,36 @@ void http_job_free(struct http_job *j);
 /* Sink helpers: drop silently once closing; on_closed at most once. */
 void http_deliver(struct aur_conn *c, struct json_object *msg);
 void http_report_closed(struct aur_conn *c, int code, const char *why);
+
+/* ---- http_xheader.c ------------------------------------------------ */
+
+struct xh_tool;  /* one tool's (header name, property path) pairs */
+struct xh_table; /* a listing's annotated tools, by name */
+
+/* Check schema (borrowed) against the x-mcp-header rules of mcp-wire.md
+ * §(e).  AUR_OK with *out = the pairs (transfer; NULL when the tool has
+ * no annotation), or AUR_E_INVAL with the reason (names properties and
+ * annotations, never values) in err.  Pure: no locks, no logs. */
+int http_xh_parse(const char *tool, struct json_object *schema,
+                  struct xh_tool **out, struct aur_error *err);
+void http_xh_tool_free(struct xh_tool *t);
+
+/* The result (borrowed, edited in place) of a modern tools/list page,
+ * before delivery: removes invalid tools (warn log: App, tool, reason)
+ * and remembers the pairs of the rest.  first_page starts a new listing;
+ * the page without nextCursor makes it current.  Takes c->mu. */
+void http_xh_on_list(struct aur_conn *c, bool first_page,
+                     struct json_object *result);
+
+/* Caller holds c->mu: append the Mcp-Param-* headers of a modern
+ * tools/call (params borrowed) to *l.  AUR_E_INVAL when an annotated
+ * argument holds a value SEP-2243 cannot carry (the call must not be
+ * sent), AUR_E_LIMIT / AUR_E_NOMEM as http_add_encoded. */
+int http_xh_call_headers(struct aur_conn *c, struct json_object *params,
+                         struct curl_slist **l, struct aur_error *err);
+
+/* Free both tables (conn_free; no lock: no thread is left). */
+void http_xh_conn_free(struct aur_conn *c);
 
 /* The connection's host, for logs. */
 #define HTTP_HOST(c) ((c)->st->host)

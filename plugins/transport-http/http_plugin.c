@@ -369,6 +369,7 @@ static void conn_free(struct aur_conn *c)
     free(c->url);
     free(c->ca_blob);
     free(c->session);
+    http_xh_conn_free(c);
     free(c->workers);
     free(c);
 }

@@ -78,23 +78,32 @@ void http_job_free(struct http_job *j)
 /* Headers                                                            */
 /* ------------------------------------------------------------------ */
 
+/* "name: v"; an empty v keeps curl's meaning of "name:" (do not send
+ * curl's own header of that name), as for Expect. */
 static int add_hdr(struct curl_slist **l, const char *name, const char *v)
 {
-    char line[1024];
+    char small[1024], *line = small;
     struct curl_slist *n;
+    size_t nl = strlen(name), vl = strlen(v), need = nl + vl + 3;
 
-    if ((size_t)snprintf(line, sizeof line, "%s: %s", name, v) >=
-        sizeof line)
+    if (need > HTTP_MAX_HEADER)
         return AUR_E_LIMIT;
+    if (need > sizeof small && !(line = malloc(need)))
+        return AUR_E_NOMEM;
+    memcpy(line, name, nl);
+    memcpy(line + nl, ": ", 2);
+    memcpy(line + nl + 2, v, vl + 1);
     n = curl_slist_append(*l, line);
+    if (line != small)
+        free(line);
     if (!n)
         return AUR_E_NOMEM;
     *l = n;
     return AUR_OK;
 }
 
-static int add_encoded(struct curl_slist **l, const char *name,
-                       struct json_object *v)
+int http_add_encoded(struct curl_slist **l, const char *name,
+                     struct json_object *v)
 {
     char num[32], *enc;
     const char *s;
@@ -106,7 +115,22 @@ static int add_encoded(struct curl_slist **l, const char *name,
                                 (size_t)json_object_get_string_len(v));
         if (!enc)
             return AUR_E_NOMEM;
-        rc = add_hdr(l, name, enc);
+        if (enc[0]) {
+            rc = add_hdr(l, name, enc);
+        } else {
+            /* An empty string is a value, not an absent one: curl sends
+             * "name;" as a header with no content. */
+            char line[300];
+            struct curl_slist *n = NULL;
+            rc = (size_t)snprintf(line, sizeof line, "%s;", name) <
+                         sizeof line
+                     ? AUR_OK
+                     : AUR_E_LIMIT;
+            if (rc == AUR_OK && !(n = curl_slist_append(*l, line)))
+                rc = AUR_E_NOMEM;
+            if (n)
+                *l = n;
+        }
         free(enc);
         return rc;
     case json_type_int:
@@ -154,17 +178,27 @@ int http_job_headers(struct aur_conn *c, struct http_job *j,
         rc = add_hdr(l, "MCP-Protocol-Version", c->version);
         if (rc == AUR_OK && method) {
             struct json_object *m = json_object_new_string(method);
-            rc = m ? add_encoded(l, "Mcp-Method", m) : AUR_E_NOMEM;
+            rc = m ? http_add_encoded(l, "Mcp-Method", m) : AUR_E_NOMEM;
             json_object_put(m);
         }
         if (rc == AUR_OK && method &&
             (strcmp(method, "tools/call") == 0 ||
              strcmp(method, "prompts/get") == 0) &&
             json_object_object_get_ex(params, "name", &v))
-            rc = add_encoded(l, "Mcp-Name", v);
+            rc = http_add_encoded(l, "Mcp-Name", v);
         if (rc == AUR_OK && method && strcmp(method, "resources/read") == 0 &&
             json_object_object_get_ex(params, "uri", &v))
-            rc = add_encoded(l, "Mcp-Name", v);
+            rc = http_add_encoded(l, "Mcp-Name", v);
+        if (rc == AUR_OK && method && strcmp(method, "tools/call") == 0) {
+            /* SEP-2243: the annotated arguments, by the last listing. */
+            int xrc = http_xh_call_headers(c, params, l, err);
+            if (xrc != AUR_OK)
+                return xrc;
+        }
+        if (method && strcmp(method, "tools/list") == 0)
+            j->xh_page = json_object_object_get_ex(params, "cursor", NULL)
+                             ? 2
+                             : 1;
     } else if (!c->proto_set && method &&
                strcmp(method, "server/discover") == 0) {
         /* The probe names its version in the body's envelope. */
@@ -334,6 +368,8 @@ static void handle_one(struct xfer *x, struct json_object *m)
             if (strcmp(x->j->method, "initialize") == 0 &&
                 json_object_is_type(res, json_type_object))
                 capture_init(x, res);
+            if (x->j->xh_page && json_object_is_type(res, json_type_object))
+                http_xh_on_list(x->c, x->j->xh_page == 1, res);
             x->got_response = true;
         }
     } else if (!is_resp && x->j->kind == J_LISTEN) {

@@ -67,6 +67,7 @@ struct req {
     char method[16], path[512], query[512];
     char hnames[2048];
     char session[256], mproto[64], mmethod[128], mname[256];
+    char xparams[16384]; /* " mcp-param-<n>=[<value>]" per header */
     bool auth;
     char *body;
     size_t blen;
@@ -158,6 +159,11 @@ static void header(struct req *r, char *name, char *val)
         snprintf(r->mmethod, sizeof r->mmethod, "%s", val);
     else if (strcmp(name, "mcp-name") == 0)
         snprintf(r->mname, sizeof r->mname, "%s", val);
+    else if (strncmp(name, "mcp-param-", 10) == 0) {
+        size_t l = strlen(r->xparams);
+        snprintf(r->xparams + l, sizeof r->xparams - l, " %s=[%s]", name,
+                 val);
+    }
 }
 
 /* Read one request.  false on a broken or oversized one. */
@@ -270,6 +276,125 @@ static void redirect(struct req *r, int status, const char *loc)
     respond(r, status, "text/plain", extra, "moved");
 }
 
+/* x-mcp-header (SEP-2243) tool lists.  XH_OK are valid (t_ok covers every
+ * value type, a nested path, and schema text that only looks like an
+ * annotation); every XH_BAD tool breaks exactly one rule. */
+#define XH_OK                                                                 \
+    "{\"name\":\"t_ok\",\"inputSchema\":{\"type\":\"object\",\"properties\":{" \
+    "\"region\":{\"type\":\"string\",\"x-mcp-header\":\"Region\"},"          \
+    "\"priority\":{\"type\":\"integer\",\"x-mcp-header\":\"Priority\"},"     \
+    "\"verbose\":{\"type\":\"boolean\",\"x-mcp-header\":\"Verbose\"},"       \
+    "\"debug\":{\"type\":\"boolean\",\"x-mcp-header\":\"Debug\"},"           \
+    "\"empty\":{\"type\":\"string\",\"x-mcp-header\":\"EmptyVal\"},"         \
+    "\"method_val\":{\"type\":\"string\",\"x-mcp-header\":\"Method\"},"      \
+    "\"nonascii\":{\"type\":\"string\",\"x-mcp-header\":\"NonAscii\"},"      \
+    "\"padded\":{\"type\":\"string\",\"x-mcp-header\":\"Padded\"},"          \
+    "\"inner\":{\"type\":\"string\",\"x-mcp-header\":\"Inner_Space\"},"      \
+    "\"nested\":{\"type\":\"object\",\"properties\":{\"zone\":{\"type\":"    \
+    "\"string\",\"x-mcp-header\":\"Zone\"}}},"                               \
+    "\"x-mcp-header\":{\"type\":\"string\"},"                                \
+    "\"plain\":{\"type\":\"string\",\"default\":{\"x-mcp-header\":\"No\"},"  \
+    "\"examples\":[{\"x-mcp-header\":\"No2\"}]},"                            \
+    "\"score\":{\"type\":\"number\"}}}},"                                    \
+    "{\"name\":\"t_plain\",\"inputSchema\":{\"type\":\"object\"}}"
+
+#define XH_BAD1(name, prop)                                                   \
+    "{\"name\":\"" name "\",\"inputSchema\":{\"type\":\"object\","           \
+    "\"properties\":{" prop "}}}"
+#define XH_BAD                                                                \
+    XH_BAD1("bad_empty", "\"v\":{\"type\":\"string\",\"x-mcp-header\":\"\"}") \
+    "," XH_BAD1("bad_space",                                                 \
+                "\"v\":{\"type\":\"string\",\"x-mcp-header\":\"My Region\"}") \
+    "," XH_BAD1("bad_colon", "\"v\":{\"type\":\"string\",\"x-mcp-header\":"  \
+                             "\"Region:Primary\"}")                          \
+    "," XH_BAD1("bad_nonascii", "\"v\":{\"type\":\"string\",\"x-mcp-header\"" \
+                                ":\"R\\u00e9gion\"}")                        \
+    "," XH_BAD1("bad_tab", "\"v\":{\"type\":\"string\",\"x-mcp-header\":"    \
+                           "\"Region\\t1\"}")                                \
+    "," XH_BAD1("bad_crlf", "\"v\":{\"type\":\"string\",\"x-mcp-header\":"   \
+                            "\"A\\r\\nX-Evil: 1\"}")                         \
+    "," XH_BAD1("bad_notstring",                                             \
+                "\"v\":{\"type\":\"string\",\"x-mcp-header\":5}")            \
+    "," XH_BAD1("bad_dup_case",                                              \
+                "\"a\":{\"type\":\"string\",\"x-mcp-header\":\"MyField\"},"  \
+                "\"b\":{\"type\":\"string\",\"x-mcp-header\":\"myfield\"}")  \
+    "," XH_BAD1("bad_dup_nested",                                            \
+                "\"a\":{\"type\":\"string\",\"x-mcp-header\":\"Zone\"},"     \
+                "\"n\":{\"type\":\"object\",\"properties\":{\"z\":{\"type\":" \
+                "\"string\",\"x-mcp-header\":\"ZONE\"}}}")                   \
+    "," XH_BAD1("bad_object",                                                \
+                "\"v\":{\"type\":\"object\",\"x-mcp-header\":\"Data\"}")     \
+    "," XH_BAD1("bad_array", "\"v\":{\"type\":\"array\",\"items\":{\"type\":" \
+                             "\"string\"},\"x-mcp-header\":\"Items\"}")      \
+    "," XH_BAD1("bad_null",                                                  \
+                "\"v\":{\"type\":\"null\",\"x-mcp-header\":\"Nil\"}")        \
+    "," XH_BAD1("bad_number",                                                \
+                "\"v\":{\"type\":\"number\",\"x-mcp-header\":\"Score\"}")    \
+    "," XH_BAD1("bad_notype", "\"v\":{\"x-mcp-header\":\"Any\"}")            \
+    "," XH_BAD1("bad_typelist", "\"v\":{\"type\":[\"string\",\"null\"],"     \
+                                "\"x-mcp-header\":\"Opt\"}")                 \
+    "," XH_BAD1("bad_items", "\"v\":{\"type\":\"array\",\"items\":{\"type\":" \
+                             "\"string\",\"x-mcp-header\":\"Item\"}}")       \
+    "," XH_BAD1("bad_anyof", "\"v\":{\"anyOf\":[{\"type\":\"string\","       \
+                             "\"x-mcp-header\":\"A\"}]}")                    \
+    "," XH_BAD1("bad_allof_props",                                           \
+                "\"v\":{\"type\":\"object\",\"allOf\":[{\"properties\":{"    \
+                "\"w\":{\"type\":\"string\",\"x-mcp-header\":\"W\"}}}]}")    \
+    "," XH_BAD1("bad_additional",                                            \
+                "\"v\":{\"type\":\"object\",\"additionalProperties\":{"      \
+                "\"type\":\"string\",\"x-mcp-header\":\"Add\"}}")            \
+    ",{\"name\":\"bad_ref\",\"inputSchema\":{\"type\":\"object\","           \
+    "\"$defs\":{\"d\":{\"type\":\"string\",\"x-mcp-header\":\"D\"}},"        \
+    "\"properties\":{\"v\":{\"$ref\":\"#/$defs/d\"}}}}"                      \
+    ",{\"name\":\"bad_ifthen\",\"inputSchema\":{\"type\":\"object\","        \
+    "\"properties\":{\"k\":{\"type\":\"string\"}},\"if\":{\"properties\":{"  \
+    "\"k\":{\"const\":\"a\"}}},\"then\":{\"properties\":{\"v\":{\"type\":"   \
+    "\"string\",\"x-mcp-header\":\"V\"}}}}}"                                 \
+    ",{\"name\":\"bad_not\",\"inputSchema\":{\"type\":\"object\",\"not\":{"  \
+    "\"properties\":{\"v\":{\"type\":\"string\",\"x-mcp-header\":\"V\"}}}}}" \
+    ",{\"name\":\"bad_root\",\"inputSchema\":{\"type\":\"object\","          \
+    "\"x-mcp-header\":\"Root\",\"properties\":{}}}"
+
+/* Answer a tools/list (query xh; cursor p2 = the second page of query
+ * paged; params.variant "b" = t_ok without annotations) or a tools/call
+ * (the headers are in the REQ log line). */
+static void xh_route(struct req *r)
+{
+    struct json_object *params = NULL, *v = NULL;
+    char body[32768];
+    const char *cursor = NULL, *variant = "";
+
+    json_object_object_get_ex(r->msg, "params", &params);
+    if (json_object_object_get_ex(params, "cursor", &v))
+        cursor = json_object_get_string(v);
+    if (json_object_object_get_ex(params, "variant", &v))
+        variant = json_object_get_string(v);
+    if (strcmp(r->rpc_method, "tools/list") != 0) {
+        result(r, 200);
+        return;
+    }
+    if (strcmp(variant, "b") == 0)
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+                 "\"result\":{\"tools\":[{\"name\":\"t_ok\",\"inputSchema\":"
+                 "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":"
+                 "\"string\"}}}}]}}", r->id);
+    else if (strstr(r->query, "paged") && !cursor)
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+                 "\"result\":{\"tools\":[" XH_OK "],\"nextCursor\":\"p2\"}}",
+                 r->id);
+    else if (strstr(r->query, "paged"))
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+                 "\"result\":{\"tools\":[{\"name\":\"t_page2\","
+                 "\"inputSchema\":{\"type\":\"object\",\"properties\":{\"k\":"
+                 "{\"type\":\"string\",\"x-mcp-header\":\"K\"}}}},"
+                 XH_BAD1("bad_empty", "\"v\":{\"type\":\"string\","
+                         "\"x-mcp-header\":\"\"}") "]}}", r->id);
+    else
+        snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+                 "\"result\":{\"tools\":[" XH_OK "," XH_BAD "]}}", r->id);
+    respond(r, 200, "application/json", NULL, body);
+}
+
 static void legacy(struct req *r)
 {
     if (strcmp(r->method, "DELETE") == 0) {
@@ -315,6 +440,10 @@ static void legacy(struct req *r)
         respond(r, 202, NULL, NULL, NULL);
         return;
     }
+    if (strstr(r->query, "xh")) {
+        xh_route(r);
+        return;
+    }
     result(r, 200);
 }
 
@@ -330,6 +459,11 @@ static void route(struct req *r)
             respond(r, 202, NULL, NULL, NULL);
         else
             result(r, 200);
+    } else if (strcmp(p, "/xh") == 0) {
+        if (!r->id[0])
+            respond(r, 202, NULL, NULL, NULL);
+        else
+            xh_route(r);
     } else if (strcmp(p, "/sse") == 0) {
         sse_script(r, "\n");
     } else if (strcmp(p, "/sse-crlf") == 0) {
@@ -445,12 +579,12 @@ static void *conn_main(void *arg)
         parse_body(&r);
         logline("REQ port=%c method=%s path=%s auth=%d rpc=%s "
                 "mcp-method=%s mcp-protocol-version=%s mcp-session-id=%s "
-                "mcp-name=%s headers=%s",
+                "mcp-name=%s headers=%s xparams=%s",
                 r.port, r.method, r.path, r.auth ? 1 : 0,
                 r.rpc_method[0] ? r.rpc_method : "-",
                 r.mmethod[0] ? r.mmethod : "-", r.mproto[0] ? r.mproto : "-",
                 r.session[0] ? r.session : "-", r.mname[0] ? r.mname : "-",
-                r.hnames);
+                r.hnames, r.xparams[0] ? r.xparams : " -");
         route(&r);
     }
     if (strcmp(r.path, "/reset") != 0)

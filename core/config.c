@@ -119,13 +119,7 @@ static const struct aur__key_rule mcp_rules[] = {
     {"enabled", false, false},   {"start_concurrency", false, false},
     {"max_pages", false, false}, {"max_tools", false, false},
     {"max_relist", false, false},
-    /* the budgets, also allowed per App in [app] */
-    {"max_notifications_per_second", false, false},
-    {"notification_burst", false, false},
-    {"max_schema_bytes", false, false},
-    {"max_schema_depth", false, false},
-    {"max_description_bytes", false, false},
-    {"max_result_bytes", false, false},
+    AUR__BUDGET_KEY_RULES,
 };
 
 static bool plugin_name_ok(const char *s, size_t n)

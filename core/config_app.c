@@ -28,13 +28,7 @@ static const struct aur__key_rule app_rules[] = {
     {"package", true, false},         {"enabled", true, false},
     {"transport", true, false},       {"timeout_seconds", true, false},
     {"event_mode", false, false},
-    /* budget overrides for this App ([mcp] has the defaults) */
-    {"max_notifications_per_second", false, false},
-    {"notification_burst", false, false},
-    {"max_schema_bytes", false, false},
-    {"max_schema_depth", false, false},
-    {"max_description_bytes", false, false},
-    {"max_result_bytes", false, false},
+    AUR__BUDGET_KEY_RULES,
 };
 static const struct aur__key_rule stdio_rules[] = {
     {"command", true, false},

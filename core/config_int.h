@@ -93,8 +93,18 @@ const char *aur__rel_path_problem(char *path);
 /* dir + "/" + rel, malloc'd; NULL on ENOMEM. */
 char *aur__path_join(const char *dir, const char *rel);
 
+/* The budget keys, allowed in [mcp] (the defaults) and in an App's [app]
+ * (its override): for the key-rule tables of both sections. */
+#define AUR__BUDGET_KEY_RULES                                                 \
+    {"max_notifications_per_second", false, false},                           \
+        {"notification_burst", false, false},                                 \
+        {"max_schema_bytes", false, false},                                   \
+        {"max_schema_depth", false, false},                                   \
+        {"max_description_bytes", false, false},                              \
+        {"max_result_bytes", false, false}
+
 /*
- * The budget keys (struct aur__budgets, config.c): set *b to the built-in
+ * The budget values (struct aur__budgets, config.c): set *b to the built-in
  * defaults, or read the keys present in sec (file names it in errors) over
  * what *b holds.  A value out of range is a config error naming the line
  * and the key.

@@ -293,22 +293,26 @@ static const char *sget(struct json_object *o, const char *path0,
     return json_object_get_string(v);
 }
 
-/* discover against a server that never answers tools/list; the row picks
- * the signal and whether the server ignores SIGTERM itself. */
+/* discover or serve against a server that never answers tools/list; the
+ * row picks the command, the signal and whether the server ignores
+ * SIGTERM itself. */
 struct sig_row {
+    const char *cmd;
     int sig;
     bool ignore_term;
 };
 
 static const struct sig_row sig_rows[] = {
-    {SIGTERM, false}, {SIGINT, false}, {SIGTERM, true}};
+    {"discover", SIGTERM, false}, {"discover", SIGINT, false},
+    {"discover", SIGTERM, true},  {"serve", SIGTERM, false},
+    {"serve", SIGINT, false}};
 
 START_TEST(cli_signal_during_startup_is_interrupted)
 {
     const struct sig_row *r = &sig_rows[_i];
     const char *opts[] = {"--era", "modern", "--hang-at", "list",
                           r->ignore_term ? "--ignore-term" : NULL, NULL};
-    const char *argv[] = {cli, "discover", "-c", dir, NULL};
+    const char *argv[] = {cli, r->cmd, "-c", dir, NULL};
     struct json_object *o;
     struct child c;
     char *text;

@@ -24,6 +24,10 @@ void cli_print_startup_error(const struct aur_startup_error *e);
 /* Create and start a host; prints the error object on failure and
  * returns the exit code (EXIT_OK on success). */
 int cli_start(const char *dir, struct aur_mcp **out);
+/* End the one-shot commands' signal thread (main.c); SIGINT and SIGTERM
+ * stay blocked in the calling thread until it unblocks them.  Returns the
+ * first signal the thread took, 0 if none. */
+int cli_signals_stop(void);
 
 /* {"status","content","observe","publish"} of a ToolOutput (transfer). */
 struct json_object *cli_output_json(const struct aur_tool_output *o);

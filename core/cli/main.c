@@ -67,7 +67,8 @@ static int exit_for(const struct aur_startup_error *e)
  * host: a running start fails with "interrupted" (printed as the startup
  * error, exit 1), a call in flight returns unknown (exit 4); the normal
  * path then shuts down, which closes the Apps and kills their process
- * groups.  serve keeps its own handlers (serve.c).
+ * groups.  serve uses this for its startup too, then installs its own
+ * handlers (serve.c, cli_signals_stop).
  *
  * mu guards host and signalled: the signal thread cancels only a host
  * that main has not yet begun to destroy.
@@ -120,18 +121,24 @@ static void signals_start(void)
 }
 
 /* The thread wakes on a signal sent to itself (blocked everywhere, so
- * only its sigwait takes it), sees done and returns. */
-static void signals_stop(void)
+ * only its sigwait takes it), sees done and returns.  SIGINT and SIGTERM
+ * stay blocked in this thread: the caller unblocks them once its own
+ * handlers are in place.  Returns the first signal it took (0: none). */
+int cli_signals_stop(void)
 {
+    int sig;
+
     if (!sigctl.running)
-        return;
+        return 0;
     pthread_mutex_lock(&sigctl.mu);
     sigctl.done = true;
     sigctl.host = NULL;
+    sig = sigctl.signalled;
     pthread_mutex_unlock(&sigctl.mu);
     pthread_kill(sigctl.thread, SIGTERM);
     pthread_join(sigctl.thread, NULL);
     sigctl.running = false;
+    return sig;
 }
 
 /* h may be cancelled by a signal from now on (NULL: no longer); a signal
@@ -398,18 +405,20 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "discover") == 0 && optind == argc) {
         signals_start();
         c = cmd_discover(dir);
-        signals_stop();
+        cli_signals_stop();
         return c;
     }
-    if (strcmp(cmd, "serve") == 0 && optind == argc)
+    if (strcmp(cmd, "serve") == 0 && optind == argc) {
+        signals_start(); /* a signal during startup cancels it */
         return cli_serve(dir);
+    }
     if (strcmp(cmd, "journal") == 0 && optind == argc)
         return cmd_journal(dir, after, scope);
     if (strcmp(cmd, "call") == 0 &&
         (argc - optind == 1 || argc - optind == 2)) {
         c = cmd_call(dir, argv[optind],
                      argc - optind == 2 ? argv[optind + 1] : NULL);
-        signals_stop();
+        cli_signals_stop();
         return c;
     }
     return bad_usage("bad command or arguments");

@@ -343,14 +343,28 @@ int cli_serve(const char *dir)
     memset(&s, 0, sizeof s);
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
         return EXIT_RUNTIME;
+    /* During startup a signal cancels it (main.c's signal thread: the
+     * start ends "interrupted"); from the ready line on, serve's own
+     * handler ends the loop.  A signal in between stays pending. */
+    rc = cli_start(dir, &s.h);
+    int early = cli_signals_stop();
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-
-    rc = cli_start(dir, &s.h);
+    {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGTERM);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    }
     if (rc != EXIT_OK)
         return rc;
+    /* A signal just after a successful start was taken by the thread:
+     * hand it to serve's handler, which ends serve as any signal does. */
+    if (early)
+        raise(early);
     s.cap = 65536;
     s.buf = malloc(s.cap);
     pthread_mutex_init(&s.mu, NULL);

@@ -114,19 +114,7 @@ trap stop_https EXIT
 if [ "$https" = 1 ]; then
     h="$work/https"
     mkdir -p "$h"
-    (
-        cd "$h"
-        printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n%s\n' \
-            'extendedKeyUsage=serverAuth' > ext.cnf
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-            -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-bench-ca \
-            -addext basicConstraints=critical,CA:TRUE \
-            -addext keyUsage=critical,keyCertSign
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-            -keyout srv.key -out srv.csr -subj /CN=127.0.0.1
-        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key \
-            -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf
-    ) > "$work/openssl.log" 2>&1
+    sh "$root/tests/support/mkcerts.sh" "$h" srv IP:127.0.0.1
     mkfifo "$h/stdin"
     node "$root/tests/peers/sdk2-http-server.mjs" --cert "$h/srv.pem" \
         --key "$h/srv.key" --tools 1000 --page-size 50 \

@@ -40,40 +40,19 @@ static int srv_in = -1;
 static int srv_port;
 static int app_timeout_s = 20; /* timeout_seconds of the App */
 
-static void sh(const char *cmd)
-{
-    char *full;
-    ck_assert(asprintf(&full, "cd '%s' && %s >/dev/null 2>&1", dir, cmd) > 0);
-    ck_assert_msg(system(full) == 0, "failed: %s", cmd);
-    free(full);
-}
-
 /* A CA (ca.pem) and a server certificate for 127.0.0.1/localhost signed by
  * it (srv.pem, srv.key), all in the config dir; ca.pem is what ca_file
- * names (relative to the config dir, as the config rules require). */
+ * names (relative to the config dir, as the config rules require).  Same
+ * CA, a certificate for another host: wrong.pem/key. */
 static void make_certs(void)
 {
-    h_write(dir, "ext.cnf",
-            "basicConstraints=CA:FALSE\n"
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-            "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-    /* Same CA, but a certificate for another host (wrong.pem/key). */
-    h_write(dir, "wrong.cnf",
-            "basicConstraints=CA:FALSE\n"
-            "subjectAltName=DNS:wrong.example,IP:192.0.2.7\n"
-            "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
-    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-       "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-peers-ca "
-       "-addext basicConstraints=critical,CA:TRUE "
-       "-addext keyUsage=critical,keyCertSign");
-    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-       "-keyout srv.key -out srv.csr -subj /CN=127.0.0.1");
-    sh("openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
-       "-CAcreateserial -out srv.pem -days 2 -extfile ext.cnf");
-    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-       "-keyout wrong.key -out wrong.csr -subj /CN=wrong.example");
-    sh("openssl x509 -req -in wrong.csr -CA ca.pem -CAkey ca.key "
-       "-CAcreateserial -out wrong.pem -days 2 -extfile wrong.cnf");
+    char *cmd;
+    ck_assert(asprintf(&cmd, "sh '%s/tests/support/mkcerts.sh' '%s' "
+                       "srv IP:127.0.0.1,DNS:localhost "
+                       "wrong DNS:wrong.example,IP:192.0.2.7",
+                       AUR_TEST_SRC_DIR, dir) > 0);
+    ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+    free(cmd);
 }
 
 static void setup(void)

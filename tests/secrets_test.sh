@@ -59,17 +59,8 @@ printf '[host]\nplugins = %s\nplugin_dir = %s\njournal = data/w.sqlite3\nlog_lev
 
 if [ $have_peers = 1 ]; then
     # HTTPS App behind a bearer token, with a CA made here.
-    (
-        cd "$T/c" || exit 1
-        printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n' >ext.cnf
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-            -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-sec-ca \
-            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign &&
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-            -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
-        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
-            -out srv.pem -days 2 -extfile ext.cnf
-    ) >/dev/null 2>&1 || { echo "FAIL: openssl" >&2; exit 1; }
+    sh "$SRC/tests/support/mkcerts.sh" "$T/c" srv IP:127.0.0.1 ||
+        { echo "FAIL: openssl" >&2; exit 1; }
     mkfifo "$T/srv.in"
     node "$PEERS/sdk2-http-server.mjs" --cert "$T/c/srv.pem" --key "$T/c/srv.key" \
         --require-bearer "$C_TOK" <"$T/srv.in" >"$T/srv.out" 2>"$T/srv.err" &

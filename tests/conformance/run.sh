@@ -93,20 +93,7 @@ ln -s "$(cd "$plugin_dir" && pwd)" "$work/plugins"
 
 # A throwaway CA and a certificate for 127.0.0.1 signed by it; the driver
 # trusts ca.pem through the App's ca_file, the proxy serves srv.pem.
-(
-    cd "$work"
-    printf '%s\n' 'basicConstraints=CA:FALSE' \
-        'subjectAltName=IP:127.0.0.1,DNS:localhost' \
-        'keyUsage=digitalSignature' 'extendedKeyUsage=serverAuth' > ext.cnf
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-        -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-conformance-ca \
-        -addext basicConstraints=critical,CA:TRUE \
-        -addext keyUsage=critical,keyCertSign
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-        -keyout srv.key -out srv.csr -subj /CN=127.0.0.1
-    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key \
-        -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf
-) >"$work/openssl.log" 2>&1 ||
+sh "$here/../support/mkcerts.sh" "$work" ||
     { cat "$work/openssl.log" >&2; echo "run.sh: openssl failed" >&2; exit 1; }
 
 client_cmd="$work/driver -n $work/node -s $work/tls-proxy.mjs"

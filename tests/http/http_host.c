@@ -22,40 +22,22 @@ static pid_t fx_pid;
 static int fx_in = -1;
 static char fx_logpath[300];
 
-static void run(const char *cmd)
-{
-    char full[2048];
-    snprintf(full, sizeof full, "cd '%s' && %s >/dev/null 2>&1", CERT_DIR,
-             cmd);
-    if (system(full) != 0) {
-        fprintf(stderr, "failed: %s\n", cmd);
-        exit(1);
-    }
-}
-
 void make_certs(void)
 {
-    FILE *f;
+    char cmd[1024];
+
     snprintf(CERT_DIR, sizeof CERT_DIR, "/tmp/aur-http-XXXXXX");
     if (!mkdtemp(CERT_DIR)) {
         perror("mkdtemp");
         exit(1);
     }
-    snprintf(fx_logpath, sizeof fx_logpath, "%s/ext.cnf", CERT_DIR);
-    f = fopen(fx_logpath, "w");
-    if (!f)
+    snprintf(cmd, sizeof cmd,
+             "sh '%s/tests/support/mkcerts.sh' '%s' srv IP:127.0.0.1",
+             AUR_TEST_SRC_DIR, CERT_DIR);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "failed: %s\n", cmd);
         exit(1);
-    fputs("basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n"
-          "keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n", f);
-    fclose(f);
-    run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-        "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=aur-test-ca "
-        "-addext basicConstraints=critical,CA:TRUE "
-        "-addext keyUsage=critical,keyCertSign");
-    run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-        "-keyout srv.key -out srv.csr -subj /CN=127.0.0.1");
-    run("openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key "
-        "-CAcreateserial -out srv.pem -days 2 -extfile ext.cnf");
+    }
 }
 
 void fixture_start(void)

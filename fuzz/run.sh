@@ -5,6 +5,11 @@
 #
 # usage: fuzz/run.sh [target...]      (default: all targets below)
 #   FUZZ_SECONDS    seconds per target (default 60)
+#   FUZZ_SEED       libFuzzer -seed (default 0: a fresh random seed each
+#                   run, for exploring).  CI sets a fixed seed so that a
+#                   red run is a regression that replays the same way on
+#                   a developer's machine, not the luck of the draw; new
+#                   ground is broken by the unseeded runs (see README).
 #   FUZZ_BUILD_DIR  where the fuzzers are built (default build-fuzz-clang)
 #   CC              the compiler (default clang)
 #
@@ -17,14 +22,20 @@ set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER=${FUZZ_SECONDS:-60}
+SEED=${FUZZ_SEED:-0}
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz-clang}
 CC=${CC:-clang}
 ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames
 fuzz_sse fuzz_url fuzz_scope fuzz_event"
 
-case $SECONDS_PER in
-'' | *[!0-9]*) echo "run.sh: FUZZ_SECONDS must be a whole number" >&2; exit 2 ;;
-esac
+for v in "$SECONDS_PER" "$SEED"; do
+    case $v in
+    '' | *[!0-9]*)
+        echo "run.sh: FUZZ_SECONDS and FUZZ_SEED must be whole numbers" >&2
+        exit 2
+        ;;
+    esac
+done
 
 if ! command -v "$CC" >/dev/null 2>&1; then
     echo "run.sh: $CC not found: libFuzzer runs skipped (apt-get install clang libclang-rt-14-dev)"
@@ -128,7 +139,8 @@ for t in $targets; do
     (cd "$work" &&
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-            "$bin" -max_total_time="$SECONDS_PER" -rss_limit_mb=2048 \
+            "$bin" -max_total_time="$SECONDS_PER" -seed="$SEED" \
+            -rss_limit_mb=2048 \
             -timeout=10 -max_len=4096 -print_final_stats=1 \
             -artifact_prefix="$work/artifacts/" "$work/corpus" \
             >"$log" 2>&1)
@@ -149,6 +161,9 @@ for t in $targets; do
         name=$t-$(basename "$a")
         cp "$a" "$ROOT/fuzz/crashes/$name"
         found="$found fuzz/crashes/$name"
+        # A CI log is all that survives a CI run: the input goes in it.
+        echo "----- $name ($(wc -c <"$a") bytes), base64 -d to replay -----" >&2
+        base64 -w 76 "$a" | head -n 80 >&2
     done
     if [ $rc -ne 0 ] || [ -n "$found" ]; then
         status="FAIL (rc $rc)${found:+:$found}"

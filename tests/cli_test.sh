@@ -109,6 +109,28 @@ expect_eq $? 0 "shutdown op exit"
 expect_has "$out" '{"id":9,"result":{}}' "shutdown answer"
 case "$out" in *'"id":10'*) bad "request after shutdown answered" ;; *) ok ;; esac
 
+# A burst of calls in one write, from a pipe and from a regular file
+# (which epoll cannot watch): each request answered exactly once.
+for i in $(seq 300); do
+    echo '{"id":'"$i"',"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":{"text":"n'"$i"'"}}'
+done >"$T/burst"
+for how in pipe file; do
+    if [ $how = pipe ]; then
+        out=$(cat "$T/burst" | "$BIN" serve -c "$T/s" 2>/dev/null)
+    else
+        out=$("$BIN" serve -c "$T/s" <"$T/burst" 2>/dev/null)
+    fi
+    expect_eq $? 0 "serve burst from a $how"
+    expect_eq "$(echo "$out" | grep -c '"status":"succeeded"')" 300 "$how: every call answered"
+    expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),"result":{"status":"succeeded","content":"n\1".*/\1/p' | sort -un | wc -l)" 300 "$how: each id once, with its own answer"
+done
+# serve writes its answer lines itself: the same bytes as `call` prints,
+# escapes included.
+args='{"text":"q\"b\\s\n\t\u0001/\u00e9\u007f end"}'
+want=$("$BIN" call -c "$T/s" aur.mcp.org.test.fast.t0000 "$args" 2>/dev/null)
+out=$(echo '{"id":"x\"1","op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":'"$args"'}' | "$BIN" serve -c "$T/s" 2>/dev/null | tail -1)
+expect_eq "$out" '{"id":"x\"1","result":'"$want"'}' "serve answer bytes = call output"
+
 # SIGTERM while a call is in flight: it answers unknown, exit 0, no child.
 # The call is certainly in flight: the App has logged it (waited for, not
 # slept for) and answers only 3 s later.

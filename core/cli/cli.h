@@ -32,6 +32,13 @@ int cli_signals_stop(void);
 /* {"status","content","observe","publish"} of a ToolOutput (transfer). */
 struct json_object *cli_output_json(const struct aur_tool_output *o);
 
+/* The serve answer line of a call, '\n' included: the bytes
+ * cli_print_json would print for {"id":id,"result":cli_output_json(o)}.
+ * id and o borrowed; the line is malloc'd (transfer), NULL when out of
+ * memory. */
+char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
+                      size_t *len);
+
 /* serve.c */
 int cli_serve(const char *dir);
 

@@ -7,9 +7,11 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -29,41 +31,61 @@ struct job {
     struct job *next;
 };
 
+/* What wakes a thread parked in epoll_wait. */
+enum { EV_STDIN = 1, EV_PASS, EV_STOP };
+
 /*
- * Leader/follower: one of the threads is the reader at a time.  It
- * answers status/tools/shutdown itself; when it reads a call it hands the
- * reader role to an idle thread and runs the call itself, so a call costs
- * no thread hand-off between reading it and sending it.  When no thread is
- * idle it queues the call (up to MAX_QUEUED) and keeps reading, so the
- * other ops are still answered while every thread is busy.
+ * Leader/follower with the reader role as a token that lives in an epoll
+ * set.  Idle threads park in epoll_wait on one epoll fd (exclusive
+ * wake-ups: one thread per event).  The token is exactly one of: held by
+ * the reader; stdin armed EPOLLONESHOT (the next byte wakes one idle
+ * thread, which becomes the reader); the always-readable pass eventfd
+ * armed EPOLLONESHOT (an idle thread wakes at once: lines are already
+ * buffered, or stdin is a file epoll cannot watch).  A reader that reads
+ * a call releases the token and runs the call itself, so a sequential
+ * call costs no thread wake-up at all: the next request wakes whichever
+ * thread is parked, as it would wake a single-threaded loop.  When no
+ * thread is idle the reader queues the call (up to MAX_QUEUED) and keeps
+ * reading, so the other ops are still answered while every thread is
+ * busy; a thread queues only when none is idle and goes idle only when
+ * the queue is empty, so queued calls never wait for an idle thread.
  */
 struct server {
     struct aur_mcp *h;
-    pthread_mutex_t mu; /* everything down to signalled */
-    pthread_cond_t cv;  /* idle threads */
+    pthread_mutex_t mu; /* down to signalled */
     pthread_cond_t end_cv; /* the main thread, for ended */
     struct job *head, *tail;
     size_t queued;
     size_t idle;
-    bool have_reader;
     bool ended; /* EOF, shutdown, a signal or a read error */
     bool signalled;
     pthread_mutex_t out_mu;
-    /* stdin, touched only by the reader */
+    int ep, pass_fd;
+    bool stdin_watched; /* false: a file, always readable */
+    /* stdin, touched only by the token holder */
     char *buf;
     size_t n, cap, off, scan;
     bool dropping;
 };
 
-static int sig_pipe[2] = {-1, -1};
+/* Level-triggered and never drained: once written, every wait ends. */
+static int stop_fd = -1;
+static volatile sig_atomic_t got_signal;
+
+static void wake_all(void)
+{
+    uint64_t one = 1;
+    if (write(stop_fd, &one, sizeof one) < 0) {
+        /* nothing to do: the counter is already non-zero */
+    }
+}
 
 static void on_signal(int sig)
 {
     int saved = errno;
-    unsigned char b = (unsigned char)sig;
-    if (write(sig_pipe[1], &b, 1) < 0) {
-        /* nothing to do: the pipe is full, a wakeup is pending anyway */
-    }
+    (void)sig;
+    got_signal = 1;
+    wake_all();
     errno = saved;
 }
 
@@ -87,17 +109,33 @@ static void respond(struct server *s, struct json_object *id,
     json_object_put(o);
 }
 
-static void run_job(struct server *s, struct job *j)
+static void drop_job(struct job *j)
 {
-    struct aur_tool_output out;
-
-    aur_mcp_call(s->h, j->tool, j->args, -1, &out);
-    respond(s, j->id, cli_output_json(&out), NULL, NULL);
-    aur_tool_output_clear(&out);
     json_object_put(j->id);
     json_object_put(j->args);
     free(j->tool);
     free(j);
+}
+
+static void run_job(struct server *s, struct job *j)
+{
+    struct aur_tool_output out;
+
+    char *line;
+    size_t len;
+
+    aur_mcp_call(s->h, j->tool, j->args, -1, &out);
+    if ((line = cli_call_answer(j->id, &out, &len))) {
+        pthread_mutex_lock(&s->out_mu);
+        fwrite(line, 1, len, stdout);
+        fflush(stdout);
+        pthread_mutex_unlock(&s->out_mu);
+        free(line);
+    } else {
+        respond(s, j->id, cli_output_json(&out), NULL, NULL);
+    }
+    aur_tool_output_clear(&out);
+    drop_job(j);
 }
 
 /* A call job from a request, or NULL (answered here). */
@@ -219,7 +257,7 @@ static int next_line(struct server *s, const char **line, size_t *len)
                 s->cap *= 2;
             }
         }
-        struct pollfd p[2] = {{0, POLLIN, 0}, {sig_pipe[0], POLLIN, 0}};
+        struct pollfd p[2] = {{0, POLLIN, 0}, {stop_fd, POLLIN, 0}};
         ssize_t got;
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
@@ -255,6 +293,70 @@ static int read_request(struct server *s, struct job **call)
     return r;
 }
 
+/* Whether the buffer already holds the end of a line. */
+static bool line_buffered(const struct server *s)
+{
+    return s->scan < s->n && memchr(s->buf + s->scan, '\n', s->n - s->scan);
+}
+
+/* Give up the reader role: to the next byte on stdin, or at once to an
+ * idle thread when there is something to read already. */
+static void release_token(struct server *s)
+{
+    struct epoll_event ev = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_PASS}};
+    int fd = s->pass_fd;
+
+    if (s->stdin_watched && !line_buffered(s)) {
+        ev.data.u32 = EV_STDIN;
+        fd = 0;
+    }
+    if (epoll_ctl(s->ep, EPOLL_CTL_MOD, fd, &ev) != 0) {
+        /* Unreachable with valid fds; never strand the role silently. */
+        perror("aurora-mcp serve: epoll_ctl");
+        abort();
+    }
+}
+
+/* With the token (mu held): read and answer until a call can run on this
+ * thread (returned, token released) or the input ends (NULL). */
+static struct job *lead(struct server *s)
+{
+    for (;;) {
+        struct job *j;
+        int r;
+
+        pthread_mutex_unlock(&s->mu);
+        r = read_request(s, &j);
+        pthread_mutex_lock(&s->mu);
+        if (r <= 0) {
+            s->ended = true;
+            s->signalled = s->signalled || got_signal;
+            pthread_cond_signal(&s->end_cv);
+            wake_all();
+            return NULL;
+        }
+        if (s->idle > 0) {
+            release_token(s);
+            return j;
+        }
+        /* Every other thread is busy: queue it (or refuse), read on. */
+        if (s->queued >= MAX_QUEUED) {
+            pthread_mutex_unlock(&s->mu);
+            respond(s, j->id, NULL, "busy", "too many queued calls");
+            drop_job(j);
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
+        j->next = NULL;
+        if (s->tail)
+            s->tail->next = j;
+        else
+            s->head = j;
+        s->tail = j;
+        s->queued++;
+    }
+}
+
 static void *worker(void *arg)
 {
     struct server *s = arg;
@@ -262,75 +364,83 @@ static void *worker(void *arg)
     pthread_mutex_lock(&s->mu);
     for (;;) {
         struct job *j = s->head;
-        int r;
+        struct epoll_event ev;
+        int got;
 
         if (j) {
             s->head = j->next;
             if (!s->head)
                 s->tail = NULL;
             s->queued--;
-            pthread_mutex_unlock(&s->mu);
-            run_job(s, j);
-            pthread_mutex_lock(&s->mu);
-            continue;
-        }
-        if (s->ended)
+        } else if (s->ended) {
             break;
-        if (s->have_reader) {
+        } else {
             s->idle++;
-            pthread_cond_wait(&s->cv, &s->mu);
-            s->idle--;
-            continue;
-        }
-        s->have_reader = true;
-        /* The reader keeps the role while it must queue calls. */
-        for (;;) {
             pthread_mutex_unlock(&s->mu);
-            r = read_request(s, &j);
+            got = epoll_wait(s->ep, &ev, 1, -1);
             pthread_mutex_lock(&s->mu);
-            /* Hand over only to a thread that will read: an idle one
-             * woken while calls are queued takes a call instead. */
-            if (r <= 0 || (s->idle > 0 && !s->head))
-                break;
-            if (s->queued >= MAX_QUEUED) {
-                /* Every thread busy and the queue full: answer, read on. */
-                pthread_mutex_unlock(&s->mu);
-                respond(s, j->id, NULL, "busy", "too many queued calls");
-                json_object_put(j->id);
-                json_object_put(j->args);
-                free(j->tool);
-                free(j);
-                pthread_mutex_lock(&s->mu);
+            s->idle--;
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got != 1 || ev.data.u32 == EV_STOP) {
+                /* A signal, or an epoll failure: end as on a signal
+                 * rather than spin on it. */
+                if (!s->ended) {
+                    s->ended = s->signalled = true;
+                    pthread_cond_signal(&s->end_cv);
+                    wake_all();
+                }
                 continue;
             }
-            j->next = NULL;
-            if (s->tail)
-                s->tail->next = j;
-            else
-                s->head = j;
-            s->tail = j;
-            s->queued++;
-            j = NULL;
-            if (s->idle > 0)
-                pthread_cond_signal(&s->cv); /* it runs a queued call */
+            if (!(j = lead(s)))
+                continue;
         }
-        s->have_reader = false;
-        if (r <= 0) {
-            s->ended = true;
-            s->signalled = r < 0;
-            pthread_cond_broadcast(&s->cv);
-            pthread_cond_signal(&s->end_cv);
-            continue;
-        }
-        /* An idle thread becomes the next reader; signalled after
-         * unlocking so it does not wake only to block on mu. */
         pthread_mutex_unlock(&s->mu);
-        pthread_cond_signal(&s->cv);
         run_job(s, j);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+static void close_fds(struct server *s)
+{
+    /* The handler writes to stop_fd: not once it is closed and its
+     * number free for reuse. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    if (s->ep >= 0)
+        close(s->ep);
+    if (s->pass_fd >= 0)
+        close(s->pass_fd);
+    close(stop_fd);
+}
+
+/* The epoll set, with the token armed on stdin (or passed, for a file).
+ * Nothing may be added "disarmed": epoll always adds EPOLLHUP and
+ * EPOLLERR, so a stdin added without EPOLLIN would still wake a second
+ * reader when the writer closes.  The pass eventfd has no HUP or ERR. */
+static int setup_epoll(struct server *s)
+{
+    struct epoll_event stop = {EPOLLIN, {.u32 = EV_STOP}};
+    struct epoll_event pass = {EPOLLONESHOT, {.u32 = EV_PASS}};
+    struct epoll_event in = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_STDIN}};
+
+    if ((s->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (s->pass_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        epoll_ctl(s->ep, EPOLL_CTL_ADD, stop_fd, &stop) != 0 ||
+        epoll_ctl(s->ep, EPOLL_CTL_ADD, s->pass_fd, &pass) != 0)
+        return -1;
+    if (epoll_ctl(s->ep, EPOLL_CTL_ADD, 0, &in) == 0) {
+        s->stdin_watched = true;
+        return 0;
+    }
+    /* A regular file cannot be watched (EPERM), and needs no watching:
+     * it is always readable. */
+    if (errno != EPERM)
+        return -1;
+    pass.events |= EPOLLIN;
+    return epoll_ctl(s->ep, EPOLL_CTL_MOD, s->pass_fd, &pass);
 }
 
 int cli_serve(const char *dir)
@@ -341,7 +451,8 @@ int cli_serve(const char *dir)
     int rc, nth = 0;
 
     memset(&s, 0, sizeof s);
-    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    s.ep = s.pass_fd = -1;
+    if ((stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return EXIT_RUNTIME;
     /* During startup a signal cancels it (main.c's signal thread: the
      * start ends "interrupted"); from the ready line on, serve's own
@@ -367,8 +478,14 @@ int cli_serve(const char *dir)
         raise(early);
     s.cap = 65536;
     s.buf = malloc(s.cap);
+    if (!s.buf || setup_epoll(&s) != 0) {
+        perror("aurora-mcp serve");
+        free(s.buf);
+        close_fds(&s);
+        aur_mcp_destroy(s.h);
+        return EXIT_RUNTIME;
+    }
     pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.cv, NULL);
     pthread_cond_init(&s.end_cv, NULL);
     pthread_mutex_init(&s.out_mu, NULL);
     {
@@ -382,8 +499,7 @@ int cli_serve(const char *dir)
         json_object_put(ready);
     }
     /* WORKERS calls at once, plus the reader. */
-    if (s.buf)
-        for (; nth < WORKERS + 1; nth++)
+    for (; nth < WORKERS + 1; nth++)
             if (pthread_create(&th[nth], NULL, worker, &s) != 0)
                 break;
     pthread_mutex_lock(&s.mu);
@@ -407,7 +523,6 @@ int cli_serve(const char *dir)
     aur_mcp_shutdown(s.h);
     aur_mcp_destroy(s.h);
     free(s.buf);
-    close(sig_pipe[0]);
-    close(sig_pipe[1]);
+    close_fds(&s);
     return starved ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -1,0 +1,157 @@
+/*
+ * serve_answer.c - the answer line of a serve call, written straight into
+ * a buffer.  Building it as a json-c tree and serialising that cost more
+ * than the rest of serve's own work per call (two objects with their hash
+ * tables, a printbuf, all freed again); the bytes are the same as
+ * cli_print_json would print for the tree cli_output_json builds.
+ */
+#define _GNU_SOURCE 1
+#include "cli.h"
+
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct line {
+    char *p;
+    size_t n, cap;
+    bool oom;
+};
+
+static void put(struct line *l, const char *s, size_t n)
+{
+    if (l->oom)
+        return;
+    if (n > l->cap - l->n) {
+        size_t cap = l->cap ? l->cap : 256;
+        char *g;
+        while (n > cap - l->n)
+            cap *= 2;
+        if (!(g = realloc(l->p, cap))) {
+            l->oom = true;
+            return;
+        }
+        l->p = g;
+        l->cap = cap;
+    }
+    memcpy(l->p + l->n, s, n);
+    l->n += n;
+}
+
+static void put_lit(struct line *l, const char *s)
+{
+    put(l, s, strlen(s));
+}
+
+/* json-c's escaping with JSON_C_TO_STRING_NOSLASHESCAPE: the short
+ * escapes, \u00xx for the other control characters, all else verbatim. */
+static void put_str(struct line *l, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t from = 0;
+
+    put(l, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[7] = "\\";
+        size_t en = 2;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xf];
+            en = 6;
+        }
+        put(l, s + from, i - from);
+        put(l, esc, en);
+        from = i + 1;
+    }
+    put(l, s + from, n - from);
+    put(l, "\"", 1);
+}
+
+static void put_value(struct line *l, struct json_object *v)
+{
+    char num[24];
+
+    switch (json_object_get_type(v)) {
+    case json_type_string:
+        put_str(l, json_object_get_string(v),
+                (size_t)json_object_get_string_len(v));
+        return;
+    case json_type_int:
+        if (json_object_get_int64(v) != INT64_MAX) { /* else maybe uint */
+            snprintf(num, sizeof num, "%" PRId64, json_object_get_int64(v));
+            put_lit(l, num);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    put_lit(l, v ? json_object_to_json_string_ext(
+                       v, JSON_C_TO_STRING_PLAIN |
+                              JSON_C_TO_STRING_NOSLASHESCAPE)
+                 : "null");
+}
+
+static void put_scopes(struct line *l, struct json_object *scopes,
+                       const char *key)
+{
+    struct json_object *arr;
+    size_t n;
+
+    if (!json_object_object_get_ex(scopes, key, &arr))
+        return;
+    put(l, ",\"", 2);
+    put_lit(l, key);
+    put(l, "\":", 2);
+    if (!json_object_is_type(arr, json_type_array)) {
+        put_value(l, arr);
+        return;
+    }
+    put(l, "[", 1);
+    n = json_object_array_length(arr);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            put(l, ",", 1);
+        put_value(l, json_object_array_get_idx(arr, i));
+    }
+    put(l, "]", 1);
+}
+
+char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
+                      size_t *len)
+{
+    struct line l = {NULL, 0, 0, false};
+
+    put_lit(&l, "{\"id\":");
+    put_value(&l, id);
+    put_lit(&l, ",\"result\":{\"status\":\"");
+    put_lit(&l, aur_call_status_word(o->status));
+    put_lit(&l, "\",\"content\":");
+    put_str(&l, o->content, strlen(o->content));
+    if (o->scopes) {
+        put_scopes(&l, o->scopes, "observe");
+        put_scopes(&l, o->scopes, "publish");
+    }
+    put(&l, "}}\n", 3);
+    if (l.oom) {
+        free(l.p);
+        return NULL;
+    }
+    *len = l.n;
+    return l.p;
+}

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 
-const [file, runs] = process.argv.slice(2);
+const [file, runs, cpus] = process.argv.slice(2);
 const rows = readFileSync(file, 'utf8').split('\n').filter(Boolean)
     .map((l) => JSON.parse(l));
 
@@ -75,7 +75,9 @@ const f1 = (x) => Number.isFinite(x) ? x.toFixed(1) : '-';
 const out = [];
 out.push(`# aurora-mcp benchmarks`, '');
 out.push(`${new Date().toISOString()}, ${runs} run(s) per case, medians; ` +
-         `node ${process.version}.`, '');
+         `node ${process.version}` +
+         (cpus ? `; every process pinned to CPU(s) ${cpus} (--cpus)` : '') +
+         '.', '');
 out.push('| scenario | client | server | wall ms | (min-max) | µs/op | ' +
          'CPU ms (tree) | proc wall ms | RSS KiB (client) | runs |');
 out.push('|---|---|---|---:|---:|---:|---:|---:|---:|---:|');

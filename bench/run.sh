@@ -5,8 +5,11 @@
 #
 # Usage: bench/run.sh [--runs R] [--calls N] [--events E] [--build DIR]
 #                     [--no-build] [--no-sdk-server] [--no-https]
-#                     [--only REGEX]
+#                     [--only REGEX] [--cpus LIST]
 # Defaults: 5 runs, 5000 calls, 100000 events, build dir build-bench.
+# --cpus runs every case under taskset -c LIST (e.g. --cpus 0: one CPU, so
+# every wake-up is a same-CPU switch and per-call numbers are CPU cost,
+# not the latency of waking an idle virtual CPU).
 # Nothing here asserts a timing; the exit status only says whether every
 # case ran.
 set -euo pipefail
@@ -14,7 +17,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 runs=5 calls=5000 events=100000 build="$root/build-bench"
-do_build=1 sdk_server=1 https=1 only=.
+do_build=1 sdk_server=1 https=1 only=. cpus=
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -25,7 +28,8 @@ while [ $# -gt 0 ]; do
     --no-sdk-server) sdk_server=0; shift ;;
     --no-https) https=0; shift ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --cpus) cpus=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -201,6 +205,12 @@ if [ "$https" = 1 ]; then
 fi
 add "events-$events" bench_events journal "$(q "$bb/bench_events" "$events")"
 
+pin=
+if [ -n "$cpus" ]; then
+    command -v taskset >/dev/null || { log "--cpus needs taskset"; exit 1; }
+    pin="$(q taskset -c "$cpus")"
+fi
+
 # Rounds interleave the cases so background load hits all of them alike.
 results="$work/results.jsonl"
 : > "$results"
@@ -211,7 +221,7 @@ for ((r = 1; r <= runs; r++)); do
         [[ "$scen $client $server" =~ $only ]] || continue
         log "run $r/$runs: $scen $client -> $server"
         out="$work/out" m="$work/measure.json"
-        if ! eval "$(q "$bb/bench_measure" "$m") $cmd" > "$out" \
+        if ! eval "$pin$(q "$bb/bench_measure" "$m") $cmd" > "$out" \
                 2>> "$work/stderr.log"; then
             log "FAILED: $scen $client -> $server (see $work/stderr.log)"
             failed=1
@@ -234,7 +244,7 @@ for ((r = 1; r <= runs; r++)); do
 done
 
 report="$work/results-latest.md"
-node "$here/report.mjs" "$results" "$runs" > "$report"
+node "$here/report.mjs" "$results" "$runs" "$cpus" > "$report"
 cat "$report"
 log "table written to $report"
 exit $failed

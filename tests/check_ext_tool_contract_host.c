@@ -323,6 +323,40 @@ START_TEST(resolved_scopes_in_the_output)
 }
 END_TEST
 
+/* Tools without a contract share the App's default scopes (one object):
+ * a contract declared on one tool must not show on the others, in any
+ * order of the catalog. */
+START_TEST(a_contract_stays_on_its_own_tool)
+{
+    const char *opts[] = {
+        "--extensions", NEGOTIATED, "--tools", "2", "--tool-json",
+        "{\"name\":\"scoped\",\"inputSchema\":{\"type\":\"object\","
+        "\"properties\":{\"text\":{\"type\":\"string\"}}},\"_meta\":"
+        SCOPED_META "}",
+        NULL};
+    const char *defaults = "{\"observe\":[\"aurora:mcp:" PKG "\"],"
+                           "\"publish\":[\"aurora:mcp:" PKG "\"]}";
+    struct aur_mcp *h = start_ok("modern", opts);
+    size_t scoped = 0;
+
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 3);
+    for (size_t i = 0; i < 3; i++) {
+        const struct aur_tool_info *ti = aur_mcp_tool_at(h, i);
+        const char *got =
+            json_object_to_json_string_ext(ti->scopes, TEXT_FLAGS);
+        if (strcmp(ti->raw_name, "scoped") == 0) {
+            scoped++;
+            ck_assert_str_eq(got, "{\"observe\":[\"chan:{text}\","
+                                  "\"fixed:o\"],\"publish\":[\"pub:{text}\"]}");
+        } else {
+            ck_assert_str_eq(got, defaults);
+        }
+    }
+    ck_assert_uint_eq(scoped, 1);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 START_TEST(unresolvable_scope_is_failed_and_not_sent)
 {
     const char *opts[] = {"--extensions", NEGOTIATED, "--tool-meta",
@@ -477,6 +511,7 @@ Suite *tc_host_suite(void)
     tcase_add_test(fx, bad_tool_meta_fails_tools_list_when_negotiated);
     tcase_add_test(fx, bad_tool_meta_ignored_when_not_negotiated);
     tcase_add_test(fx, resolved_scopes_in_the_output);
+    tcase_add_test(fx, a_contract_stays_on_its_own_tool);
     tcase_add_test(fx, unresolvable_scope_is_failed_and_not_sent);
     tcase_add_test(peer, sdk2_server_receives_the_declaration);
     tcase_add_test(peer, sdk1_legacy_initialize_carries_the_declaration);

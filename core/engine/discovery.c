@@ -184,7 +184,8 @@ static bool name_set_add(struct name_set *ns, const char *name)
 
 /* aurora-semantics §1.2, §2.1, §6: one tool from a tools/list page. */
 static int bind_tool(struct aur__app *app, struct name_set *names,
-                     struct json_object *tj, struct aur_error *err)
+                     struct json_object *defaults, struct json_object *tj,
+                     struct aur_error *err)
 {
     const char *pkg = app->cfg->package;
     struct json_object *name, *schema, *type, *desc;
@@ -238,13 +239,19 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
         t->description = aur__strdup_printf("MCP tool: %s", raw);
     }
     t->schema = json_object_get(schema);
-    t->scopes = default_scopes(pkg);
 
+    /* Tools whose scopes are the App's defaults share one read-only
+     * object (1.6 KB of json-c per tool otherwise); an extension that may
+     * declare others gets a copy of its own to change. */
     struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
     for (size_t i = 0; i < app->next; i++) {
         struct aur__ext_session *s = &app->ext[i];
         if (!s->active || !AUR_HAS(&s->p->ops.e, validate_tool))
             continue;
+        if (!t->scopes && !(t->scopes = aur__json_copy(defaults))) {
+            aur__tool_free(t);
+            return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        }
         rc = s->p->ops.e.validate_tool(s->p->state, s->session, &ref, tj,
                                        t->scopes, err);
         if (rc < 0) {
@@ -252,6 +259,12 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
             return rc;
         }
     }
+    if (t->scopes && json_object_equal(t->scopes, defaults)) {
+        json_object_put(t->scopes);
+        t->scopes = NULL;
+    }
+    if (!t->scopes)
+        t->scopes = json_object_get(defaults);
     struct aur__tool **grown =
         realloc(app->tools, (app->ntools + 1) * sizeof *grown);
     if (!grown || !t->raw_name || !name_set_add(names, t->raw_name)) {
@@ -307,12 +320,15 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
 {
     struct cursors seen = {0};
     struct name_set names = {0};
+    struct json_object *defaults = default_scopes(app->cfg->package);
     char *cursor = NULL;
     int64_t before = changes_now(app);
     int pages = 0, rc = AUR_OK;
 
     free_tools(app);
-    for (;;) {
+    if (!defaults)
+        rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    while (rc == AUR_OK) {
         struct json_object *params = json_object_new_object(), *res = NULL;
         struct json_object *tools, *next;
 
@@ -338,8 +354,8 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         }
         size_t n = json_object_array_length(tools);
         for (size_t i = 0; i < n && rc == AUR_OK; i++)
-            rc = bind_tool(app, &names, json_object_array_get_idx(tools, i),
-                           err);
+            rc = bind_tool(app, &names, defaults,
+                           json_object_array_get_idx(tools, i), err);
         free(cursor);
         cursor = NULL;
         if (rc == AUR_OK && json_object_object_get_ex(res, "nextCursor", &next) &&
@@ -365,6 +381,7 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
     free(cursor);
     cursors_free(&seen);
     free(names.slot);
+    json_object_put(defaults); /* the tools hold their references */
     *stale = changes_now(app) != before;
     return rc;
 }

@@ -46,4 +46,12 @@ int aur__json_canonical(struct json_object *v, char **out, size_t *len,
 /* Compact json-c text (no slash escaping) into a malloc'd string. */
 char *aur__json_compact(struct json_object *v);
 
+/* The members keys[0..n-1] of o (borrowed; NULL when absent or o is not
+ * an object; has[i], when has is not NULL, tells a JSON null from an
+ * absent key) in one walk over o.  The objects of a message have a few
+ * members: comparing their keys costs less than hashing every key asked
+ * for, and a reply is looked into on every call. */
+void aur__json_pick(struct json_object *o, const char *const *keys,
+                    struct json_object **v, bool *has, size_t n);
+
 #endif

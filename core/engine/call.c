@@ -235,30 +235,30 @@ static char *success_text(struct json_object *content)
 
 /* The shape checks of a CallToolResult; a result that fails them cannot
  * confirm anything. */
-static const char *shape_problem(struct json_object *res,
-                                 struct json_object **content, bool *is_error)
+static const char *shape_problem(struct json_object *content,
+                                 struct json_object *is_error_v,
+                                 bool has_is_error, bool *is_error)
 {
-    struct json_object *v;
+    static const char *const keys[] = {"type", "text"};
     *is_error = false;
-    if (!json_object_object_get_ex(res, "content", content) ||
-        !json_object_is_type(*content, json_type_array))
+    if (!json_object_is_type(content, json_type_array))
         return "result has no content array";
-    size_t n = json_object_array_length(*content);
+    size_t n = json_object_array_length(content);
     for (size_t i = 0; i < n; i++) {
-        struct json_object *b = json_object_array_get_idx(*content, i), *ty, *tx;
-        if (!json_object_is_type(b, json_type_object) ||
-            !json_object_object_get_ex(b, "type", &ty) ||
-            !json_object_is_type(ty, json_type_string))
+        struct json_object *b = json_object_array_get_idx(content, i), *m[2];
+        if (!json_object_is_type(b, json_type_object))
             return "a content block has no type";
-        if (strcmp(json_object_get_string(ty), "text") == 0 &&
-            (!json_object_object_get_ex(b, "text", &tx) ||
-             !json_object_is_type(tx, json_type_string)))
+        aur__json_pick(b, keys, m, NULL, 2);
+        if (!json_object_is_type(m[0], json_type_string))
+            return "a content block has no type";
+        if (strcmp(json_object_get_string(m[0]), "text") == 0 &&
+            !json_object_is_type(m[1], json_type_string))
             return "a text block has no text";
     }
-    if (json_object_object_get_ex(res, "isError", &v)) {
-        if (!json_object_is_type(v, json_type_boolean))
+    if (has_is_error) {
+        if (!json_object_is_type(is_error_v, json_type_boolean))
             return "isError is not a boolean";
-        *is_error = json_object_get_boolean(v);
+        *is_error = json_object_get_boolean(is_error_v);
     }
     return NULL;
 }
@@ -268,13 +268,18 @@ static void map_result(struct aur__tool *t, struct json_object *res,
 {
     struct aur__app *app = t->app;
     struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
-    struct json_object *content = NULL, *sc = NULL, *rt;
+    static const char *const keys[] = {"resultType", "content", "isError",
+                                       "structuredContent"};
+    struct json_object *m[4], *content, *sc, *rt;
+    bool has[4];
     enum aur_outcome ext_out = AUR_OUTCOME_UNSET;
     char ext_msg[AUR_ERR_MSG_SIZE] = "";
     const char *problem;
     bool is_error;
 
-    if (json_object_object_get_ex(res, "resultType", &rt)) {
+    aur__json_pick(res, keys, m, has, 4);
+    rt = m[0], content = m[1], sc = m[3];
+    if (has[0]) {
         const char *s = json_object_get_string(rt);
         if (!json_object_is_type(rt, json_type_string)) {
             set_out(out, AUR_CALL_UNKNOWN, "MCP call result cannot be "
@@ -293,13 +298,12 @@ static void map_result(struct aur__tool *t, struct json_object *res,
             return;
         }
     }
-    problem = shape_problem(res, &content, &is_error);
+    problem = shape_problem(content, m[2], has[2], &is_error);
     if (problem) {
         set_out(out, AUR_CALL_UNKNOWN,
                 "MCP call result cannot be confirmed: %s", problem);
         return;
     }
-    json_object_object_get_ex(res, "structuredContent", &sc);
 
     for (size_t i = 0; i < app->next; i++) {
         struct aur__ext_session *x = &app->ext[i];
@@ -436,7 +440,9 @@ static void call_app(struct aur__tool *t, struct json_object *args,
                      int64_t timeout_ms, struct aur_tool_output *out)
 {
     struct aur__app *app = t->app;
-    struct json_object *reply = NULL, *res;
+    static const char *const reply_keys[] = {"error", "result"};
+    struct json_object *reply = NULL, *res, *m[2];
+    bool has[2];
     struct aur__pending *p = NULL;
     struct aur__rpc *rpc = NULL;
     struct aur_error err;
@@ -485,10 +491,11 @@ static void call_app(struct aur__tool *t, struct json_object *args,
                 "MCP connection lost; the effect of the call is unknown");
         goto out;
     }
-    if (json_object_object_get_ex(reply, "error", NULL))
+    aur__json_pick(reply, reply_keys, m, has, 2);
+    res = m[1];
+    if (has[0])
         map_rpc_error(reply, out);
-    else if (json_object_object_get_ex(reply, "result", &res) &&
-             json_object_is_type(res, json_type_object))
+    else if (json_object_is_type(res, json_type_object))
         map_result(t, res, out);
     else
         set_out(out, AUR_CALL_UNKNOWN,

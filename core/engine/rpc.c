@@ -341,13 +341,17 @@ static void sink_message(void *ctx, struct json_object *msg)
         json_object_put(msg);
         return;
     }
-    if (!json_object_is_type(msg, json_type_object) ||
-        !json_object_object_get_ex(msg, "jsonrpc", &v) ||
-        !json_object_is_type(v, json_type_string) ||
+    static const char *const keys[] = {"jsonrpc", "method", "id", "result",
+                                       "error"};
+    struct json_object *m[5];
+    bool has[5];
+
+    aur__json_pick(msg, keys, m, has, 5);
+    v = m[0], method = m[1], id = m[2];
+    if (!json_object_is_type(v, json_type_string) ||
         strcmp(json_object_get_string(v), "2.0") != 0)
         goto malformed;
-    json_object_object_get_ex(msg, "method", &method);
-    bool has_id = json_object_object_get_ex(msg, "id", &id);
+    bool has_id = has[2];
     if (method) {
         if (!json_object_is_type(method, json_type_string))
             goto malformed;
@@ -373,9 +377,7 @@ static void sink_message(void *ctx, struct json_object *msg)
         enqueue(r, msg, NULL, true);
         return;
     }
-    bool has_result = json_object_object_get_ex(msg, "result", NULL);
-    bool has_error = json_object_object_get_ex(msg, "error", NULL);
-    if (has_id && has_result != has_error) {
+    if (has_id && has[3] != has[4]) {
         deliver_response(r, msg, id);
         return;
     }

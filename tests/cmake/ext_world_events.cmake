@@ -2,6 +2,7 @@
 # host with the SQLite journal, our fixture server and the SDK v1 peer.
 if(TARGET ext-world-events)
   aur_add_check(check_ext_world_events SOURCES check_ext_world_events.c
+                check_ext_world_events_batch.c we_host.c
                 LIBS ${CMAKE_DL_LIBS} DEPENDS ext-world-events TIMEOUT 120)
   if(TARGET aurora-mcp AND TARGET aur_test_support)
     aur_add_check(check_ext_world_events_host

@@ -3,7 +3,8 @@
 add_executable(stdio_child ${CMAKE_CURRENT_LIST_DIR}/../fixtures/stdio_child.c)
 
 aur_add_check(check_transport_stdio
-              SOURCES check_transport_stdio.c fixtures/stdio_host.c
+              SOURCES check_transport_stdio.c check_transport_stdio_spawn.c
+                      fixtures/stdio_host.c
                       support/plugin_host.c
               LIBS ${CMAKE_DL_LIBS}
               DEPENDS transport-stdio stdio_child TIMEOUT 120)

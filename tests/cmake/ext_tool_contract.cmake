@@ -4,6 +4,7 @@
 if(TARGET aurora-mcp AND TARGET ext-tool-contract)
   aur_add_check(check_ext_tool_contract
                 SOURCES check_ext_tool_contract.c check_ext_tool_contract_host.c
+                        check_ext_tool_contract_render.c tc_unit_host.c
                 LIBS aurora-mcp aur_test_support ${CMAKE_DL_LIBS}
                 DEPENDS ext-tool-contract transport-stdio aur-fixture-server
                 TIMEOUT 300)

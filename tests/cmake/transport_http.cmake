@@ -7,7 +7,8 @@ target_link_libraries(https_fixture PRIVATE OpenSSL::SSL OpenSSL::Crypto
 
 set(AUR_HTTP_PLUGIN_DIR ${CMAKE_SOURCE_DIR}/plugins/transport-http)
 aur_add_check(check_transport_http
-  SOURCES check_transport_http.c http/http_host.c support/plugin_host.c
+  SOURCES check_transport_http.c check_transport_http_xheader.c
+          http/http_host.c support/plugin_host.c
   LIBS ${CMAKE_DL_LIBS}
   DEPENDS transport-http https_fixture TIMEOUT 120)
 target_include_directories(check_transport_http PRIVATE ${AUR_HTTP_PLUGIN_DIR})

@@ -227,3 +227,10 @@ void teardown(void)
     down();
     fixture_stop();
 }
+
+void set_proto(struct aur_conn *c, int modern, const char *v)
+{
+    struct aur_protocol_info pi = {sizeof pi, modern, v};
+    struct aur_error err;
+    ck_assert_int_eq(OPS->set_protocol(c, &pi, &err), AUR_OK);
+}

@@ -52,6 +52,9 @@ struct json_object *err_of(struct json_object *m);
 int err_code(struct json_object *m);
 bool marker(struct json_object *m, int *status, bool *delivered);
 
+/* set_protocol(modern, version v) on c; must succeed. */
+void set_proto(struct aur_conn *c, int modern, const char *v);
+
 void setup(void);
 void teardown(void);
 

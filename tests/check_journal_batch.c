@@ -1,0 +1,263 @@
+/*
+ * check_journal_batch.c - the world journal's batches (one transaction:
+ * mixed new, duplicate and conflicting commits; a storage failure part way
+ * undoes all; dense sequences in a large batch) and concurrent writers.
+ * Part of check_journal.
+ */
+#include "aur_setup.h"
+
+#include "support/check_main.h"
+#include <check.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <sqlite3.h>
+
+#include "journal_fixture.h"
+
+Suite *journal_batch_suite(void);
+
+START_TEST(batch_mixed)
+{
+    struct aur__journal *j = open_ok();
+    struct lines l = {0};
+    struct tc t[6];
+    const struct aur_commit *v[6];
+    int res[6], i;
+    struct aur_error err;
+
+    append_ok(j, "old", "a", "{\"v\":1}");
+    mk(&t[0], "new1", "summary", "a,b", NULL);
+    mk(&t[1], "old", "summary", "a", "{\"v\":1}");
+    mk(&t[2], "old", "summary", "a", "{\"v\":2}");
+    mk(&t[3], "bad", "", "a", NULL);
+    mk(&t[4], "new2", "summary", "b", NULL);
+    mk(&t[5], "new1", "summary", "b,a", NULL); /* repeated inside the batch */
+    for (i = 0; i < 6; i++)
+        v[i] = &t[i].c;
+    ck_assert_int_eq(aur__journal_append_batch(j, v, 6, res, &err), AUR_OK);
+    ck_assert_int_eq(res[0], AUR_OK);
+    ck_assert_int_eq(res[1], AUR_DECLINE);
+    ck_assert_int_eq(res[2], AUR_E_CONFLICT);
+    ck_assert_int_eq(res[3], AUR_E_INVAL);
+    ck_assert_int_eq(res[4], AUR_OK);
+    ck_assert_int_eq(res[5], AUR_DECLINE);
+    for (i = 0; i < 6; i++)
+        unmk(&t[i]);
+    ck_assert_int_eq(aur__journal_count(j), 3);
+
+    each_ok(j, 0, NULL, &l);
+    ck_assert_uint_eq(l.n, 3);
+    ck_assert_ptr_nonnull(strstr(l.v[0], "\"data\":{\"v\":1}"));
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"commit_id\":\"new1\""));
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"scopes\":{\"a\":2,\"b\":1}"));
+    ck_assert_ptr_nonnull(strstr(l.v[2], "\"scopes\":{\"b\":2}"));
+    lines_free(&l);
+
+    ck_assert_int_eq(aur__journal_append_batch(j, v, 0, NULL, &err), AUR_OK);
+    ck_assert_int_eq(aur__journal_append_batch(j, NULL, 2, res, &err),
+                     AUR_E_INVAL);
+    aur__journal_close(j);
+}
+END_TEST
+
+/* A storage failure in the middle of a batch (here: inside the third
+ * commit, after its world_commits row was written) undoes the whole
+ * transaction: no commit of it, no scope sequence used. */
+START_TEST(batch_storage_failure_undoes_all)
+{
+    struct aur__journal *j = open_ok();
+    struct lines l = {0};
+    struct tc t[4];
+    const struct aur_commit *v[4];
+    int res[4], i;
+    struct aur_error err;
+
+    append_ok(j, "before", "a", NULL);
+    sql_exec("CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
+             " WHEN NEW.scope = 'boom' BEGIN"
+             " SELECT RAISE(ABORT, 'injected failure'); END");
+    mk(&t[0], "new1", "summary", "a", NULL);
+    mk(&t[1], "before", "summary", "a", NULL); /* present */
+    mk(&t[2], "new2", "summary", "a,boom", NULL);
+    mk(&t[3], "new3", "summary", "b", NULL);
+    for (i = 0; i < 4; i++)
+        v[i] = &t[i].c;
+    ck_assert_int_eq(aur__journal_append_batch(j, v, 4, res, &err),
+                     AUR_E_JOURNAL);
+    ck_assert_int_eq(err.code, AUR_E_JOURNAL);
+    for (i = 0; i < 4; i++)
+        ck_assert_int_eq(res[i], AUR_E_JOURNAL);
+    ck_assert_int_eq(aur__journal_count(j), 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 1);
+
+    /* the journal is usable at once, and the sequences continue as if the
+     * failed batch had never been tried */
+    sql_exec("DROP TRIGGER boom");
+    ck_assert_int_eq(aur__journal_append_batch(j, v, 4, res, &err), AUR_OK);
+    ck_assert_int_eq(res[0], AUR_OK);
+    ck_assert_int_eq(res[1], AUR_DECLINE);
+    ck_assert_int_eq(res[2], AUR_OK);
+    ck_assert_int_eq(res[3], AUR_OK);
+    for (i = 0; i < 4; i++)
+        unmk(&t[i]);
+    each_ok(j, 0, NULL, &l);
+    ck_assert_uint_eq(l.n, 4);
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"commit_id\":\"new1\""));
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"scopes\":{\"a\":2}"));
+    ck_assert_ptr_nonnull(strstr(l.v[2], "\"scopes\":{\"a\":3,\"boom\":1}"));
+    ck_assert_ptr_nonnull(strstr(l.v[3], "\"scopes\":{\"b\":1}"));
+    lines_free(&l);
+    aur__journal_close(j);
+}
+END_TEST
+
+/* Many commits on one scope in one transaction: sequences stay dense
+ * (the per-scope max is read inside the transaction, item by item). */
+START_TEST(batch_large_sequences_dense)
+{
+    struct aur__journal *j = open_ok();
+    enum { N = 600 };
+    static const char *const even[] = {"all"}, *const odd[] = {"odd", "all"};
+    static struct aur_commit c[N];
+    static const struct aur_commit *v[N];
+    static int res[N];
+    static char ids[N][16];
+    struct aur_error err;
+    int i;
+
+    for (i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        c[i] = (struct aur_commit){
+            .struct_size = sizeof c[i],
+            .commit_id = ids[i],
+            .kind = "mcp.event.received",
+            .source = "mcp:org.example.qq",
+            .summary = "summary",
+            .scopes = i % 2 ? odd : even,
+            .n_scopes = i % 2 ? 2 : 1,
+        };
+        v[i] = &c[i];
+    }
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], AUR_OK);
+    ck_assert_int_eq(aur__journal_count(j), N);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     N);
+    ck_assert_int_eq(sql_int("SELECT COUNT(DISTINCT sequence) FROM"
+                             " world_commit_scopes WHERE scope = 'odd'"),
+                     N / 2);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'odd'"),
+                     N / 2);
+    aur__journal_close(j);
+}
+END_TEST
+
+#define THREADS 8
+#define PER_THREAD 500
+
+struct worker {
+    struct aur__journal *j;
+    int id;
+    int failures;
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    char id[64], own[32];
+    const char *scopes[3];
+    struct aur_commit c;
+    struct aur_error err;
+    int i;
+
+    snprintf(own, sizeof own, "own:%d", w->id);
+    for (i = 0; i < PER_THREAD; i++) {
+        snprintf(id, sizeof id, "t%d:c%d", w->id, i);
+        scopes[0] = "shared:all";
+        scopes[1] = (i + w->id) % 2 ? "shared:odd" : "shared:even";
+        scopes[2] = own;
+        memset(&c, 0, sizeof c);
+        c.struct_size = sizeof c;
+        c.commit_id = id;
+        c.kind = "k";
+        c.source = "s";
+        c.summary = "concurrent";
+        c.scopes = scopes;
+        c.n_scopes = 3;
+        if (aur__journal_append(w->j, &c, NULL, NULL, &err) != AUR_OK)
+            w->failures++;
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_writers)
+{
+    struct aur__journal *j = open_ok();
+    pthread_t th[THREADS];
+    struct worker w[THREADS];
+    int i;
+
+    for (i = 0; i < THREADS; i++) {
+        w[i] = (struct worker){j, i, 0};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ck_assert_int_eq(w[i].failures, 0);
+    }
+    ck_assert_int_eq(aur__journal_count(j), THREADS * PER_THREAD);
+    aur__journal_close(j);
+
+    /* every scope's sequences are exactly 1..N, in commit order */
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"),
+                     3 * THREADS * PER_THREAD);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM (SELECT scope, COUNT(*) n,"
+                             " COUNT(DISTINCT sequence) d, MIN(sequence) lo,"
+                             " MAX(sequence) hi FROM world_commit_scopes"
+                             " GROUP BY scope) WHERE n = d AND lo = 1"
+                             " AND hi = n"),
+                     3 + THREADS);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'shared:all'"),
+                     THREADS * PER_THREAD);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'own:3'"),
+                     PER_THREAD);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes a"
+                             " JOIN world_commit_scopes b ON a.scope = b.scope"
+                             " AND a.commit_seq < b.commit_seq"
+                             " AND a.sequence > b.sequence"
+                             " WHERE a.scope = 'shared:odd'"),
+                     0);
+}
+END_TEST
+
+Suite *journal_batch_suite(void)
+{
+    Suite *s = suite_create("journal_batch");
+    TCase *tc;
+
+    tc = tcase_create("batch");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, batch_mixed);
+    tcase_add_test(tc, batch_storage_failure_undoes_all);
+    tcase_add_test(tc, batch_large_sequences_dense);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("concurrency");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, concurrent_writers);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,155 @@
+/*
+ * journal_fixture.c - check_journal's fixture (journal_fixture.h).
+ */
+#include "aur_setup.h"
+
+#include <check.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <sqlite3.h>
+
+#include "journal_fixture.h"
+
+char tmpdir[64];
+char dbpath[256];
+
+static int rm_one(const char *p, const struct stat *sb, int flag,
+                  struct FTW *f)
+{
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+
+void setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/aur-journal-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(dbpath, sizeof dbpath, "%s/data/world/world.sqlite3", tmpdir);
+}
+
+void teardown(void)
+{
+    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+struct aur__journal *open_ok(void)
+{
+    struct aur__journal *j = NULL;
+    struct aur_error err;
+    int rc = aur__journal_open(dbpath, &j, &err);
+    ck_assert_msg(rc == AUR_OK, "open: %d %s", rc, err.msg);
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+
+void mk(struct tc *t, const char *id, const char *summary,
+               const char *scopes_csv, const char *data_json)
+{
+    static char buf[16][128];
+    static size_t next;
+    char *s, *tok, *save = NULL;
+    size_t n = 0;
+
+    memset(t, 0, sizeof *t);
+    t->c.struct_size = sizeof t->c;
+    t->c.commit_id = id;
+    t->c.kind = "mcp.event.received";
+    t->c.source = "mcp:org.example.qq";
+    t->c.summary = summary;
+    t->c.occurred_at = "2026-12-02T07:00:00Z";
+    s = buf[next++ % 16];
+    snprintf(s, sizeof buf[0], "%s", scopes_csv);
+    for (tok = strtok_r(s, ",", &save); tok && n < 8;
+         tok = strtok_r(NULL, ",", &save))
+        t->scopes[n++] = tok;
+    t->c.scopes = t->scopes;
+    t->c.n_scopes = n;
+    t->c.data = data_json ? json_tokener_parse(data_json) : NULL;
+    if (data_json)
+        ck_assert_ptr_nonnull(t->c.data);
+}
+
+void unmk(struct tc *t)
+{
+    json_object_put(t->c.data);
+    t->c.data = NULL;
+}
+
+int append(struct aur__journal *j, struct tc *t, int64_t *seq,
+                  int *inserted, struct aur_error *err)
+{
+    return aur__journal_append(j, &t->c, seq, inserted, err);
+}
+
+void append_ok(struct aur__journal *j, const char *id,
+                      const char *scopes, const char *data)
+{
+    struct tc t;
+    struct aur_error err;
+    int ins = -1, rc;
+    mk(&t, id, "summary", scopes, data);
+    rc = append(j, &t, NULL, &ins, &err);
+    ck_assert_msg(rc == AUR_OK, "append %s: %d %s", id, rc, err.msg);
+    ck_assert_int_eq(ins, 1);
+    unmk(&t);
+}
+
+
+int collect(void *ud, struct json_object *o)
+{
+    struct lines *l = ud;
+    if (l->n < AUR__ARRAY_LEN(l->v))
+        l->v[l->n++] = strdup(json_object_to_json_string_ext(
+            o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    return l->stop_after && l->n >= l->stop_after;
+}
+
+void lines_free(struct lines *l)
+{
+    size_t i;
+    for (i = 0; i < l->n; i++)
+        free(l->v[i]);
+    l->n = 0;
+}
+
+void each_ok(struct aur__journal *j, int64_t after, const char *scope,
+                    struct lines *l)
+{
+    struct aur_error err;
+    int rc = aur__journal_each(j, after, scope, collect, l, &err);
+    ck_assert_msg(rc == AUR_OK, "each: %d %s", rc, err.msg);
+}
+
+int64_t sql_int(const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+void sql_exec(const char *sql)
+{
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
+                  "%s: %s", sql, sqlite3_errmsg(db));
+    sqlite3_close(db);
+}

@@ -1,6 +1,7 @@
 # Names grammars and the configuration loader.
 aur_add_check(check_names SOURCES check_names.c LIBS aur_names TIMEOUT 60)
-aur_add_check(check_config SOURCES check_config.c LIBS aur_config aur_names
+aur_add_check(check_config SOURCES check_config.c check_config_bad.c
+              config_fixture.c LIBS aur_config aur_names
               TIMEOUT 60)
 # Allocation failure swept through the loader and canonical JSON: the
 # core's own allocations are wrapped at link time.

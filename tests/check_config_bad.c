@@ -1,0 +1,456 @@
+/*
+ * check_config_bad.c - a table of bad configs, each of which must fail
+ * with AUR_E_CONFIG naming the file, line and key, with nothing loaded
+ * and no secret in the message; and the message format.  Part of
+ * check_config.
+ */
+#include "aur_setup.h"
+
+#include "support/check_main.h"
+#include <check.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config_fixture.h"
+#include <stdlib.h>
+#include <string.h>
+
+Suite *config_bad_suite(void);
+
+static void rmdir_rel(const char *rel)
+{
+    char p[PATH_MAX];
+
+    path_of(p, sizeof p, rel);
+    ck_assert_int_eq(rmdir(p), 0);
+}
+
+static void prep_no_host(void) { unlink_rel("host.ini"); }
+static void prep_no_srv(void) { rmdir_rel("srv"); }
+static void prep_srv_file(void)
+{
+    rmdir_rel("srv");
+    put("srv", "not a dir\n");
+}
+static void prep_escape(void)
+{
+    rmdir_rel("srv");
+    symlink_rel("/tmp", "srv");
+}
+static void prep_escape_deep(void) { symlink_rel("../..", "srv/up"); }
+static void prep_dangling(void)
+{
+    rmdir_rel("srv");
+    symlink_rel("/nonexistent/x", "srv");
+}
+static void prep_unset(void) { unsetenv("AUR_TEST_TOKEN"); }
+static void prep_empty(void) { setenv("AUR_TEST_TOKEN", "", 1); }
+
+struct bad {
+    const char *name;
+    const char *host;  /* NULL: HOST_ALL */
+    const char *app;   /* apps.d/a.ini; NULL: APP_STDIO */
+    const char *app2;  /* apps.d/b.ini or NULL */
+    const char *agents;
+    void (*prep)(void);
+    const char *file;
+    int line; /* -1: not checked */
+    const char *key;
+};
+
+#define X10 "xxxxxxxxxx"
+#define X100 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
+#define HTTP_WITH(extra)                                                     \
+    APP_HEAD("org.example.web", "true", "streamable_http", "5")              \
+    "\n[http]\n" extra
+
+static const struct bad bads[] = {
+    /* host.ini */
+    {"missing host.ini", NULL, NULL, NULL, NULL, prep_no_host, "host.ini", 0,
+     ""},
+    {"no [host]", "[mcp]\nenabled = true\n", NULL, NULL, NULL, NULL,
+     "host.ini", 0, "[host]"},
+    {"plugins missing", "[host]\njournal = j\n", NULL, NULL, NULL, NULL,
+     "host.ini", 1, "plugins"},
+    {"plugins empty", "[host]\nplugins =   ; none\njournal = j\n", NULL, NULL,
+     NULL, NULL, "host.ini", 2, "plugins"},
+    {"plugin name", "[host]\nplugins = transport_stdio\njournal = j\n", NULL,
+     NULL, NULL, NULL, "host.ini", 2, "plugins"},
+    {"plugin twice", "[host]\nplugins = a b a\njournal = j\n", NULL, NULL,
+     NULL, NULL, "host.ini", 2, "plugins"},
+    {"journal missing", "[host]\nplugins = transport-stdio\n", NULL, NULL,
+     NULL, NULL, "host.ini", 1, "journal"},
+    {"journal blank", "[host]\nplugins = transport-stdio\njournal =\n", NULL,
+     NULL, NULL, NULL, "host.ini", 3, "journal"},
+    {"log_level", "[host]\nplugins = transport-stdio\njournal = j\n"
+                  "log_level = verbose\n",
+     NULL, NULL, NULL, NULL, "host.ini", 4, "log_level"},
+    {"mcp enabled yes", "[host]\nplugins = transport-stdio\njournal = j\n"
+                        "[mcp]\nenabled = yes\n",
+     NULL, NULL, NULL, NULL, "host.ini", 5, "enabled"},
+    {"mcp enabled repeated", HOST_ALL "enabled = false\n", NULL, NULL, NULL,
+     NULL, "host.ini", 7, "enabled"},
+    {"start_concurrency 0", HOST_ALL "start_concurrency = 0\n", NULL, NULL,
+     NULL, NULL, "host.ini", 7, "start_concurrency"},
+    {"start_concurrency 257", HOST_ALL "start_concurrency = 257\n", NULL,
+     NULL, NULL, NULL, "host.ini", 7, "start_concurrency"},
+    {"unknown mcp key", HOST_ALL "max_message_bytes = 1023\n", NULL, NULL,
+     NULL, NULL, "host.ini", 7, "max_message_bytes"},
+    {"max_relist", HOST_ALL "max_relist = 1.5\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, "max_relist"},
+    {"host section twice", HOST_ALL "[host]\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, "[host]"},
+    {"host key", "[host]\nplugins = transport-stdio\njournal = j\n"
+                 "colour = red\n",
+     NULL, NULL, NULL, NULL, "host.ini", 4, "colour"},
+    {"mcp unknown key", HOST_ALL "timeout = 3\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, "timeout"},
+    {"unknown section", HOST_ALL "[transport-sse]\nx = 1\n", NULL, NULL,
+     NULL, NULL, "host.ini", 7, "[transport-sse]"},
+    {"syntax error", HOST_ALL "garbage line\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, ""},
+    {"unterminated header", HOST_ALL "[mcp\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, ""},
+    {"key before section", "plugins = x\n" HOST_ALL, NULL, NULL, NULL, NULL,
+     "host.ini", 1, ""},
+    {"long garbage line", HOST_ALL X100 X100 X100 "\n", NULL, NULL, NULL,
+     NULL, "host.ini", 7, ""},
+    {"long unknown key", HOST_ALL "k" X100 X100 " = 1\n", NULL, NULL, NULL,
+     NULL, "host.ini", 7, "k" X10 X10 X10 X10 X10 X10 "xx"},
+    {"control char", HOST_ALL "max_pages = 1\x02\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, ""},
+    {"bad utf-8", HOST_ALL "; \xff\n", NULL, NULL, NULL, NULL, "host.ini", 7,
+     ""},
+    /* [app] */
+    {"no [app]", NULL, "[stdio]\ncommand = x\nworking_dir = .\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 0, "[app]"},
+    {"app section twice", NULL, APP_STDIO "[app]\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "[app]"},
+    {"missing timeout",
+     NULL, "[app]\npackage = org.a.b\nenabled = true\ntransport = stdio\n"
+           STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 1, "timeout_seconds"},
+    {"missing package",
+     NULL, "[app]\nenabled = true\ntransport = stdio\ntimeout_seconds = 1\n"
+           STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 1, "package"},
+    {"missing enabled",
+     NULL, "[app]\npackage = org.a.b\ntransport = stdio\ntimeout_seconds = 1\n"
+           STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 1, "enabled"},
+    {"timeout 0", NULL, APP_HEAD("org.a.b", "true", "stdio", "0") STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout -1", NULL, APP_HEAD("org.a.b", "true", "stdio", "-1")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout nan", NULL, APP_HEAD("org.a.b", "true", "stdio", "nan")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout inf", NULL, APP_HEAD("org.a.b", "true", "stdio", "inf")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout true", NULL, APP_HEAD("org.a.b", "true", "stdio", "true")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout 0.0", NULL, APP_HEAD("org.a.b", "true", "stdio", "0.0")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout exp", NULL, APP_HEAD("org.a.b", "true", "stdio", "1e3")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"timeout huge", NULL, APP_HEAD("org.a.b", "true", "stdio",
+                                    "99999999999") STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 5, "timeout_seconds"},
+    {"package one segment", NULL, APP_HEAD("clock", "true", "stdio", "1")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 2, "package"},
+    {"package upper", NULL, APP_HEAD("Org.example.clock", "true", "stdio",
+                                     "1") STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 2, "package"},
+    {"package empty segment", NULL, APP_HEAD("org..clock", "true", "stdio",
+                                             "1") STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 2, "package"},
+    {"package digit segment", NULL, APP_HEAD("org.1x", "true", "stdio", "1")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 2, "package"},
+    {"package trailing dot", NULL, APP_HEAD("org.example.", "true", "stdio",
+                                            "1") STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 2, "package"},
+    {"package blank", NULL, APP_HEAD("", "true", "stdio", "1") STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 2, "package"},
+    {"repeated package key", NULL, "[app]\npackage = org.a.b\n"
+                                   "package = org.a.c\nenabled = true\n"
+                                   "transport = stdio\ntimeout_seconds = 1\n"
+                                   STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 3, "package"},
+    {"duplicate package", NULL, NULL, APP_HEAD("org.example.clock", "false",
+                                               "stdio", "9") STDIO_TAIL,
+     NULL, NULL, "apps.d/b.ini", 2, "package"},
+    {"enabled yes", NULL, APP_HEAD("org.a.b", "yes", "stdio", "1")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 3, "enabled"},
+    {"transport tcp", NULL, APP_HEAD("org.a.b", "true", "tcp", "1")
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 4, "transport"},
+    {"event_mode unknown", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
+     "event_mode = vendor_events\n" STDIO_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 6, "event_mode"},
+    {"http world_events", NULL, APP_HEAD("org.a.b", "true", "streamable_http",
+                                         "1") "event_mode = world_events\n"
+                                HTTP_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 6, "event_mode"},
+    {"unknown app key", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
+     "colour = red\n" STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 6,
+     "colour"},
+    {"unknown app section", NULL, APP_STDIO "[extra]\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "[extra]"},
+    {"key outside section", NULL, "package = org.a.b\n" APP_STDIO, NULL,
+     NULL, NULL, "apps.d/a.ini", 1, ""},
+    /* plugin set */
+    {"stdio not deployed", "[host]\nplugins = transport-http\njournal = j\n",
+     NULL, NULL, NULL, NULL, "apps.d/a.ini", 4, "transport"},
+    {"http not deployed", "[host]\nplugins = transport-stdio\njournal = j\n",
+     APP_HTTP, NULL, NULL, NULL, "apps.d/a.ini", 4, "transport"},
+    {"events not deployed",
+     "[host]\nplugins = transport-stdio\njournal = j\n",
+     APP_HEAD("org.a.b", "true", "stdio", "1") "event_mode = world_events\n"
+     STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 6, "event_mode"},
+    {"legacy not deployed",
+     "[host]\nplugins = transport-http\njournal = j\n",
+     APP_HEAD("org.a.b", "true", "streamable_http", "1")
+     "event_mode = legacy_aurora_event\n" HTTP_TAIL,
+     NULL, NULL, NULL, "apps.d/a.ini", 6, "event_mode"},
+    /* [stdio] */
+    {"stdio missing section", NULL, APP_HEAD("org.a.b", "true", "stdio", "1"),
+     NULL, NULL, NULL, "apps.d/a.ini", 4, "[stdio]"},
+    {"stdio with [http]", NULL, APP_STDIO HTTP_TAIL, NULL, NULL, NULL,
+     "apps.d/a.ini", 13, "[http]"},
+    {"stdio url", NULL, APP_STDIO "url = https://h/x\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "url"},
+    {"stdio auth_env", NULL, APP_STDIO "auth_env = X\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "auth_env"},
+    {"command in [app]", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
+     "command = node\n" STDIO_TAIL, NULL, NULL, NULL, "apps.d/a.ini", 6,
+     "command"},
+    {"missing command", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
+     "[stdio]\nworking_dir = srv\n", NULL, NULL, NULL, "apps.d/a.ini", 6,
+     "command"},
+    {"blank command", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
+     "[stdio]\ncommand =\nworking_dir = srv\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 7, "command"},
+    {"two commands", NULL, APP_STDIO "command = python3\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "command"},
+    {"blank arg", NULL, APP_STDIO "arg =   ; nothing\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "arg"},
+    {"bad env name", NULL, APP_STDIO "env = BAD-NAME\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
+    {"non-ascii env", NULL, APP_STDIO "env = \xc3\x84X\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
+    {"duplicate env", NULL, APP_STDIO "env = CLOCK_TOKEN\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
+    {"env LD_PRELOAD", NULL, APP_STDIO "env = LD_PRELOAD\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env LD_LIBRARY_PATH", NULL, APP_STDIO "env = LD_LIBRARY_PATH\n", NULL,
+     NULL, NULL, "apps.d/a.ini", 12, "env"},
+    {"env DYLD_INSERT_LIBRARIES", NULL,
+     APP_STDIO "env = DYLD_INSERT_LIBRARIES\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
+    {"env NODE_OPTIONS", NULL, APP_STDIO "env = NODE_OPTIONS\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env PYTHONPATH", NULL, APP_STDIO "env = PYTHONPATH\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env BASH_ENV", NULL, APP_STDIO "env = BASH_ENV\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "env"},
+    {"missing working_dir", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
+     "[stdio]\ncommand = x\n", NULL, NULL, NULL, "apps.d/a.ini", 6,
+     "working_dir"},
+    {"absolute working_dir", NULL, APP_HEAD("org.a.b", "false", "stdio", "1")
+     "[stdio]\ncommand = x\nworking_dir = /tmp\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "working_dir"},
+    {"dotdot working_dir", NULL, APP_HEAD("org.a.b", "false", "stdio", "1")
+     "[stdio]\ncommand = x\nworking_dir = a/../../b\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "working_dir"},
+    {"backslash dotdot", NULL, APP_HEAD("org.a.b", "false", "stdio", "1")
+     "[stdio]\ncommand = x\nworking_dir = a\\..\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "working_dir"},
+    {"drive working_dir", NULL, APP_HEAD("org.a.b", "false", "stdio", "1")
+     "[stdio]\ncommand = x\nworking_dir = C:\\x\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "working_dir"},
+    {"blank working_dir", NULL, APP_HEAD("org.a.b", "false", "stdio", "1")
+     "[stdio]\ncommand = x\nworking_dir =\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "working_dir"},
+    {"working_dir missing (active)", NULL, NULL, NULL, NULL, prep_no_srv,
+     "apps.d/a.ini", 10, "working_dir"},
+    {"working_dir is a file", NULL, NULL, NULL, NULL, prep_srv_file,
+     "apps.d/a.ini", 10, "working_dir"},
+    {"symlink escape", NULL, NULL, NULL, NULL, prep_escape, "apps.d/a.ini",
+     10, "working_dir"},
+    {"symlink escape (disabled)", NULL,
+     APP_HEAD("org.a.b", "false", "stdio", "1") STDIO_TAIL, NULL, NULL,
+     prep_escape, "apps.d/a.ini", 10, "working_dir"},
+    {"symlink escape deep", NULL,
+     APP_HEAD("org.a.b", "false", "stdio", "1")
+     "[stdio]\ncommand = x\nworking_dir = srv/up/x\n", NULL, NULL,
+     prep_escape_deep, "apps.d/a.ini", 8, "working_dir"},
+    {"dangling symlink", NULL, APP_HEAD("org.a.b", "false", "stdio", "1")
+     STDIO_TAIL, NULL, NULL, prep_dangling, "apps.d/a.ini", 10,
+     "working_dir"},
+    /* [http] */
+    {"http missing section", NULL,
+     APP_HEAD("org.a.b", "true", "streamable_http", "1"), NULL, NULL, NULL,
+     "apps.d/a.ini", 4, "[http]"},
+    {"http with [stdio]", NULL, APP_HTTP "[stdio]\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 9, "[stdio]"},
+    {"http env", NULL, APP_HTTP "env = X\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 9, "env"},
+    {"http working_dir", NULL, APP_HTTP "working_dir = srv\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 9, "working_dir"},
+    {"http missing url", NULL, HTTP_WITH("auth_env = X\n"), NULL, NULL, NULL,
+     "apps.d/a.ini", 7, "url"},
+    {"url http", NULL, HTTP_WITH("url = http://h/rpc\n"), NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "url"},
+    {"url userinfo", NULL, HTTP_WITH("url = https://u:p@h/rpc\n"), NULL,
+     NULL, NULL, "apps.d/a.ini", 8, "url"},
+    {"url user only", NULL, HTTP_WITH("url = https://u@h/rpc\n"), NULL, NULL,
+     NULL, "apps.d/a.ini", 8, "url"},
+    {"url fragment", NULL, HTTP_WITH("url = https://h/rpc#f\n"), NULL, NULL,
+     NULL, "apps.d/a.ini", 8, "url"},
+    {"url no host", NULL, HTTP_WITH("url = https:///missing-host\n"), NULL,
+     NULL, NULL, "apps.d/a.ini", 8, "url"},
+    {"url empty port", NULL, HTTP_WITH("url = https://h:/x\n"), NULL, NULL,
+     NULL, "apps.d/a.ini", 8, "url"},
+    {"url port 0", NULL, HTTP_WITH("url = https://h:0/x\n"), NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "url"},
+    {"url port big", NULL, HTTP_WITH("url = https://h:65536/x\n"), NULL,
+     NULL, NULL, "apps.d/a.ini", 8, "url"},
+    {"url port letters", NULL, HTTP_WITH("url = https://h:8x/x\n"), NULL,
+     NULL, NULL, "apps.d/a.ini", 8, "url"},
+    {"url space", NULL, HTTP_WITH("url = https://h/a b\n"), NULL, NULL, NULL,
+     "apps.d/a.ini", 8, "url"},
+    {"url single slash", NULL, HTTP_WITH("url = https:/h/x\n"), NULL, NULL,
+     NULL, "apps.d/a.ini", 8, "url"},
+    {"url bad escape", NULL, HTTP_WITH("url = https://h/%zz\n"), NULL, NULL,
+     NULL, "apps.d/a.ini", 8, "url"},
+    {"url ipv6 open", NULL, HTTP_WITH("url = https://[::1/x\n"), NULL, NULL,
+     NULL, "apps.d/a.ini", 8, "url"},
+    {"bad auth_env name", NULL, APP_HTTP "auth_env = BAD-NAME\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 9, "auth_env"},
+    {"auth_env unset", NULL, APP_HTTP "auth_env = AUR_TEST_TOKEN\n", NULL,
+     NULL, prep_unset, "apps.d/a.ini", 9, "auth_env"},
+    {"auth_env empty", NULL, APP_HTTP "auth_env = AUR_TEST_TOKEN\n", NULL,
+     NULL, prep_empty, "apps.d/a.ini", 9, "auth_env"},
+    {"ca_file missing (active)", NULL, APP_HTTP "ca_file = certs/ca.pem\n",
+     NULL, NULL, NULL, "apps.d/a.ini", 9, "ca_file"},
+    {"ca_file absolute", NULL, APP_HTTP "ca_file = /etc/passwd\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 9, "ca_file"},
+    {"two urls", NULL, APP_HTTP "url = https://other/\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 9, "url"},
+    /* agents.ini */
+    {"agents unterminated class", NULL, NULL, NULL,
+     "[agent root]\ntools = aur.core.echo\ntools = aur.[abc\n", NULL,
+     "agents.ini", 3, "tools"},
+    {"agents bang alone", NULL, NULL, NULL, "[agent root]\ntools = !\n",
+     NULL, "agents.ini", 2, "tools"},
+    {"agents empty pattern", NULL, NULL, NULL, "[agent root]\ntools =\n",
+     NULL, "agents.ini", 2, "tools"},
+    {"agents empty segment", NULL, NULL, NULL,
+     "[agent root]\ntools = aur..x\n", NULL, "agents.ini", 2, "tools"},
+    {"agents backwards range", NULL, NULL, NULL,
+     "[agent root]\ntools = aur.[z-a]\n", NULL, "agents.ini", 2, "tools"},
+    {"agents unknown key", NULL, NULL, NULL,
+     "[agent root]\nmodel = big\n", NULL, "agents.ini", 2, "model"},
+    {"agents unknown section", NULL, NULL, NULL, "[crew root]\n", NULL,
+     "agents.ini", 1, "[crew root]"},
+    {"agents no id", NULL, NULL, NULL, "[agent]\n", NULL, "agents.ini", 1,
+     "[agent]"},
+    {"agents bad id", NULL, NULL, NULL, "[agent a/b]\n", NULL, "agents.ini",
+     1, "[agent a/b]"},
+    {"agents twice", NULL, NULL, NULL, "[agent a]\n[agent  a]\n", NULL,
+     "agents.ini", 2, "[agent  a]"},
+};
+
+static void write_bad(const struct bad *b)
+{
+    put("host.ini", b->host ? b->host : HOST_ALL);
+    put("apps.d/a.ini", b->app ? b->app : APP_STDIO);
+    if (b->app2)
+        put("apps.d/b.ini", b->app2);
+    if (b->agents)
+        put("agents.ini", b->agents);
+    mkdir_rel("srv");
+    setenv("AUR_TEST_TOKEN", "t0ken", 1);
+}
+
+START_TEST(bad_config)
+{
+    const struct bad *b = &bads[_i];
+    struct aur__config *c = (struct aur__config *)&c;
+    struct aur__config_diag diag;
+    struct aur_error err;
+    char prefix[600];
+    int rc;
+
+    write_bad(b);
+    if (b->prep)
+        b->prep();
+    rc = aur__config_load(tmp, &c, &diag, &err);
+    ck_assert_msg(rc == AUR_E_CONFIG, "[%s] rc %d (%s)", b->name, rc,
+                  rc ? err.msg : "loaded");
+    ck_assert_ptr_null(c);
+    ck_assert_int_eq(err.code, AUR_E_CONFIG);
+    ck_assert_msg(strcmp(diag.file, b->file) == 0, "[%s] file %s: %s",
+                  b->name, diag.file, err.msg);
+    ck_assert_msg(strcmp(diag.key, b->key) == 0, "[%s] key '%s': %s",
+                  b->name, diag.key, err.msg);
+    if (b->line >= 0)
+        ck_assert_msg(diag.line == b->line, "[%s] line %d: %s", b->name,
+                      diag.line, err.msg);
+    /* The message starts with "<file>[:<line>][: <key>]: ". */
+    snprintf(prefix, sizeof prefix, "%s", diag.file);
+    if (diag.line)
+        snprintf(prefix + strlen(prefix), sizeof prefix - strlen(prefix),
+                 ":%d", diag.line);
+    if (diag.key[0])
+        snprintf(prefix + strlen(prefix), sizeof prefix - strlen(prefix),
+                 ": %s", diag.key);
+    strcat(prefix, ": ");
+    ck_assert_msg(strncmp(err.msg, prefix, strlen(prefix)) == 0,
+                  "[%s] message '%s' lacks '%s'", b->name, err.msg, prefix);
+    if (getenv("AUR_TEST_VERBOSE"))
+        fprintf(stderr, "%-30s %s\n", b->name, err.msg);
+    /* Secrets never reach the message. */
+    ck_assert_ptr_null(strstr(err.msg, "t0ken"));
+}
+END_TEST
+
+START_TEST(message_format)
+{
+    struct aur__config *c;
+    struct aur__config_diag diag;
+    struct aur_error err;
+
+    put("host.ini", HOST_ALL);
+    put("apps.d/clock.ini",
+        APP_HEAD("org.example.clock", "true", "stdio", "-3") STDIO_TAIL);
+    mkdir_rel("srv");
+    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_msg(strncmp(err.msg, "apps.d/clock.ini:5: timeout_seconds: ",
+                          37) == 0, "%s", err.msg);
+    /* diag is optional */
+    ck_assert_int_eq(aur__config_load(tmp, &c, NULL, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load("/nonexistent/aur-config", &c, &diag,
+                                      &err), AUR_E_CONFIG);
+    ck_assert_str_eq(diag.file, "/nonexistent/aur-config");
+    /* A denied variable is named, with the reason. */
+    put("apps.d/clock.ini", APP_STDIO "env = NODE_OPTIONS\n");
+    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_msg(strstr(err.msg, "apps.d/clock.ini:12: env: NODE_OPTIONS ") &&
+                      strstr(err.msg, "never passed to an App"),
+                  "%s", err.msg);
+}
+END_TEST
+
+Suite *config_bad_suite(void)
+{
+    Suite *s = suite_create("config_bad");
+    TCase *bad = tcase_create("bad");
+
+    tcase_add_checked_fixture(bad, setup, teardown);
+    tcase_add_loop_test(bad, bad_config, 0, (int)AUR__ARRAY_LEN(bads));
+    tcase_add_test(bad, message_format);
+    suite_add_tcase(s, bad);
+    return s;
+}

@@ -18,6 +18,9 @@
 
 struct json_object;
 
+/* Bound on nesting of every inbound message. */
+#define AUR__JSON_MAX_DEPTH 128
+
 /*
  * Parse exactly one RFC 8259 JSON value from buf[0..len) (surrounding
  * whitespace allowed, nothing else).  Strict: no comments, no trailing

@@ -26,7 +26,7 @@ SEED=${FUZZ_SEED:-0}
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz-clang}
 CC=${CC:-clang}
 ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames
-fuzz_sse fuzz_url fuzz_scope fuzz_event"
+fuzz_sse fuzz_url fuzz_scope fuzz_event fuzz_call_reply"
 
 for v in "$SECONDS_PER" "$SEED"; do
     case $v in
@@ -60,7 +60,11 @@ sources() {
         echo "$ROOT/fuzz/fuzz_config.c $c/config*.c $c/names*.c" ;;
     fuzz_rpc_frames)
         echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc.c" \
-            "$c/engine/clock.c $c/engine/log.c" ;;
+            "$c/engine/clock.c $c/engine/log.c $c/engine/call_reply.c" \
+            "$c/engine/util.c" ;;
+    fuzz_call_reply)
+        echo "$ROOT/fuzz/fuzz_call_reply.c $c/json_*.c" \
+            "$c/engine/call_reply.c $c/engine/util.c" ;;
     fuzz_sse) echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c" ;;
     fuzz_url)
         echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" \
@@ -86,6 +90,7 @@ corpus_of() {
     fuzz_url) echo url ;;
     fuzz_scope) echo scope ;;
     fuzz_event) echo event ;;
+    fuzz_call_reply) echo call_reply ;;
     esac
 }
 

@@ -84,6 +84,16 @@ static const struct row rows[] = {
      AUR_CALL_SUCCEEDED, "a\nb"},
     {"modern", "--call-result", "{\"content\":[]}", AUR_CALL_SUCCEEDED,
      "MCP tool completed but returned no text content"},
+    /* read without a tree (call_reply.c): escapes, members nobody reads */
+    {"modern", "--call-result",
+     "{\"_meta\":{\"a\":[1,{}]},\"resultType\":\"complete\",\"isError\":"
+     "false,\"content\":[{\"annotations\":{\"priority\":1},\"type\":"
+     "\"text\",\"text\":\"q\\\"\\n\\u00e9\\ud83d\\ude00\"}]}",
+     AUR_CALL_SUCCEEDED, "q\"\n\xc3\xa9\xf0\x9f\x98\x80"},
+    /* the same outcome where the scanner declines (an escaped key) */
+    {"modern", "--call-result",
+     "{\"content\":[{\"type\":\"text\",\"te\\u0078t\":\"esc\"}]}",
+     AUR_CALL_SUCCEEDED, "esc"},
     {"modern", "--call-result",
      "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"structuredContent\":"
      "{\"z\":1,\"a\":\"\xe4\xb8\xad\",\"m\":{\"y\":[1.0,1e2,0.1],\"b\":"

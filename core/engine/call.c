@@ -211,6 +211,8 @@ static char *unsupported_types(struct json_object *content)
     return b.p;
 }
 
+#define NO_TEXT "MCP tool completed but returned no text content"
+
 static char *success_text(struct json_object *content)
 {
     size_t n = json_object_array_length(content);
@@ -230,7 +232,7 @@ static char *success_text(struct json_object *content)
     }
     if (b.p)
         return b.p;
-    return strdup("MCP tool completed but returned no text content");
+    return strdup(NO_TEXT);
 }
 
 /* The shape checks of a CallToolResult; a result that fails them cannot
@@ -395,7 +397,7 @@ static void map_rpc_error(struct json_object *reply,
  */
 static int send_call(struct aur__app *app, struct aur__rpc *rpc,
                      struct aur__tool *t, struct json_object *args,
-                     aur_deadline dl, struct aur__pending **p,
+                     bool text_ok, aur_deadline dl, struct aur__pending **p,
                      struct aur_error *err)
 {
     static const char k_name[] = "{\"name\":\"", k_args[] = "\",\"arguments\":",
@@ -430,10 +432,20 @@ static int send_call(struct aur__app *app, struct aur__rpc *rpc,
     *w++ = '}';
     *w = '\0';
     free(argtext);
-    rc = aur__rpc_request_text(rpc, "tools/call", params, n, dl, p, err);
+    rc = aur__rpc_request_text(rpc, "tools/call", params, n, text_ok, dl, p,
+                               err);
     if (params != local)
         free(params);
     return rc;
+}
+
+/* A reply may skip the tree (call_reply.c) unless an extension reads it. */
+static bool reply_as_text_ok(const struct aur__app *app)
+{
+    for (size_t i = 0; i < app->next; i++)
+        if (app->ext[i].active && AUR_HAS(&app->ext[i].p->ops.e, classify))
+            return false;
+    return true;
 }
 
 static void call_app(struct aur__tool *t, struct json_object *args,
@@ -442,6 +454,7 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     struct aur__app *app = t->app;
     static const char *const reply_keys[] = {"error", "result"};
     struct json_object *reply = NULL, *res, *m[2];
+    char *text = NULL;
     bool has[2];
     struct aur__pending *p = NULL;
     struct aur__rpc *rpc = NULL;
@@ -467,13 +480,13 @@ static void call_app(struct aur__tool *t, struct json_object *args,
         timeout_ms = app->cfg->timeout_ms;
     dl = aur__now_ms() + timeout_ms;
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
-    rc = send_call(app, rpc, t, args, dl, &p, &err);
+    rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p, &err);
     if (rc != AUR_OK) {
         /* A transport only fails send when no whole message left. */
         set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);
         goto out;
     }
-    rc = aur__rpc_wait(rpc, p, dl, true, &reply, &err);
+    rc = aur__rpc_wait_text(rpc, p, dl, true, &reply, &text, &err);
     switch (rc) {
     case AUR_OK:
         break;
@@ -491,6 +504,14 @@ static void call_app(struct aur__tool *t, struct json_object *args,
                 "MCP connection lost; the effect of the call is unknown");
         goto out;
     }
+    if (text) { /* a plain success, read from the text */
+        if (!*text) {
+            free(text);
+            text = strdup(NO_TEXT);
+        }
+        set_out_take(out, AUR_CALL_SUCCEEDED, text);
+        goto mapped;
+    }
     aur__json_pick(reply, reply_keys, m, has, 2);
     res = m[1];
     if (has[0])
@@ -500,6 +521,7 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     else
         set_out(out, AUR_CALL_UNKNOWN,
                 "MCP call result cannot be confirmed: result is not an object");
+mapped:
     /* budget (core/engine/budget.c): max_result_bytes */
     aur__call_result_budget(app, out);
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s", t->raw_name,

@@ -12,9 +12,6 @@
 
 #include <stdarg.h>
 
-/* Bound on nesting of every inbound message. */
-#define AUR__JSON_MAX_DEPTH 128
-
 static void host_log(struct aur_self *self, int level, const char *fmt, ...)
     AUR_PRINTF(3, 4);
 static void host_log(struct aur_self *self, int level, const char *fmt, ...)

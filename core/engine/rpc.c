@@ -21,6 +21,8 @@ struct aur__pending {
     char *sid; /* NULL for integer ids */
     pthread_cond_t cv;
     struct json_object *reply;
+    char *text;   /* or the reply's joined text (call_reply.c) */
+    bool text_ok; /* the waiter takes a reply as text */
     enum pstate state;
     bool in_table;
     bool detached; /* its reply goes to dispatch; freed at close */
@@ -52,6 +54,7 @@ struct aur__rpc {
     struct aur__pending *table[NBUCKETS];
     struct aur__pending *detached;
     size_t npending;
+    size_t text_waiters; /* text_ok entries; read without mu by sink_text */
     int64_t next_id;
     bool closed;
     struct aur_error close_err; /* why the transport ended, for waiters */
@@ -99,6 +102,9 @@ static void table_remove(struct aur__rpc *r, struct aur__pending *p)
     p->in_table = false;
     p->next = NULL;
     r->npending--;
+    if (p->text_ok)
+        __atomic_store_n(&r->text_waiters, r->text_waiters - 1,
+                         __ATOMIC_RELAXED);
 }
 
 static struct aur__pending *table_find(struct aur__rpc *r, int64_t num,
@@ -119,6 +125,7 @@ static void pending_free(struct aur__pending *p)
         return;
     json_object_put(p->id);
     json_object_put(p->reply);
+    free(p->text);
     pthread_cond_destroy(&p->cv);
     free(p->sid);
     free(p);
@@ -139,6 +146,7 @@ static void fail_all(struct aur__rpc *r, enum pstate s)
         r->table[b] = NULL;
     }
     r->npending = 0;
+    __atomic_store_n(&r->text_waiters, 0, __ATOMIC_RELAXED);
 }
 
 static void enqueue(struct aur__rpc *r, struct json_object *msg,
@@ -209,6 +217,20 @@ static void enqueue_close_first(struct aur__rpc *r, const struct aur_error *why)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* p got its reply (or text): wake its waiter.  r->mu held; released. */
+static void complete(struct aur__rpc *r, struct aur__pending *p)
+{
+    table_remove(r, p);
+    p->state = P_DONE;
+    /* Signal after unlocking, so the woken waiter does not block at once
+     * on r->mu (two more futex calls and a context switch per call); the
+     * extra reference keeps p alive until then. */
+    __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&r->mu);
+    pthread_cond_signal(&p->cv);
+    pending_free(p);
+}
+
 static void deliver_response(struct aur__rpc *r, struct json_object *msg,
                              struct json_object *id)
 {
@@ -232,16 +254,8 @@ static void deliver_response(struct aur__rpc *r, struct json_object *msg,
         return;
     }
     if (p) {
-        table_remove(r, p);
         p->reply = msg;
-        p->state = P_DONE;
-        /* Signal after unlocking, so the woken waiter does not block at
-         * once on r->mu (two more futex calls and a context switch per
-         * call); the extra reference keeps p alive until then. */
-        __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&r->mu);
-        pthread_cond_signal(&p->cv);
-        pending_free(p);
+        complete(r, p);
         return;
     }
     r->stats.dropped_frames++;
@@ -389,6 +403,58 @@ malformed:
     json_object_put(msg);
 }
 
+/*
+ * The sink for text (ABI 1.2).  The reply to a call whose waiter takes
+ * text is read without a tree when it has the common shape
+ * (call_reply.c); everything else is parsed as host json_parse does and
+ * goes through sink_message.  on_response hears a response's integer id
+ * before its waiter is woken.
+ */
+static int sink_text(void *ctx, const char *buf, size_t len,
+                     void (*on_response)(void *arg, int64_t id), void *arg,
+                     struct aur_error *err)
+{
+    struct aur__rpc *r = ctx;
+    struct json_object *msg = NULL, *id, *m;
+    struct aur__pending *p;
+    int64_t num;
+    char *text;
+    int rc;
+
+    /* Only while a call waits for text: a tools/list page would be
+     * scanned to its end for nothing. */
+    if (__atomic_load_n(&r->text_waiters, __ATOMIC_ACQUIRE) &&
+        !__atomic_load_n(&r->faulty, __ATOMIC_ACQUIRE) &&
+        aur__call_reply_scan(buf, len, &num, &text)) {
+        if (on_response)
+            on_response(arg, num);
+        on_response = NULL;
+        pthread_mutex_lock(&r->mu);
+        p = table_find(r, num, NULL);
+        if (p && p->text_ok) {
+            p->text = text;
+            complete(r, p);
+            return AUR_OK;
+        }
+        pthread_mutex_unlock(&r->mu);
+        free(text);
+    }
+    rc = aur__json_parse(buf, len, AUR__JSON_MAX_DEPTH, &msg, err);
+    if (rc == AUR_OK && !json_object_is_type(msg, json_type_object))
+        rc = aur_fail(err, AUR_E_PROTOCOL, 0, "not a JSON object");
+    if (rc != AUR_OK) {
+        json_object_put(msg);
+        return rc;
+    }
+    if (on_response && json_object_object_get_ex(msg, "id", &id) &&
+        json_object_is_type(id, json_type_int) &&
+        !json_object_object_get_ex(msg, "method", &m) &&
+        json_object_get_int64(id) >= 0)
+        on_response(arg, json_object_get_int64(id));
+    sink_message(r, msg);
+    return AUR_OK;
+}
+
 static void sink_closed(void *ctx, const struct aur_error *why)
 {
     struct aur__rpc *r = ctx;
@@ -507,6 +573,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     r->sink.ctx = r;
     r->sink.on_message = sink_message;
     r->sink.on_closed = sink_closed;
+    r->sink.on_text = sink_text;
 
     if (pthread_create(&r->thread, NULL, dispatch_main, r) != 0) {
         rc = aur_fail(err, AUR_E_NOMEM, errno, "cannot start dispatch thread");
@@ -632,7 +699,7 @@ static int fail_closed(struct aur__rpc *r, struct aur_error *err)
 static int request(struct aur__rpc *r, const char *method,
                    struct json_object *params, const char *params_json,
                    size_t params_len, const char *sid, bool detached,
-                   aur_deadline dl, struct aur__pending **out,
+                   bool text_ok, aur_deadline dl, struct aur__pending **out,
                    struct aur_error *err)
 {
     struct aur__pending *p = calloc(1, sizeof *p);
@@ -647,6 +714,7 @@ static int request(struct aur__rpc *r, const char *method,
     aur__cond_init(&p->cv);
     p->refs = 1;
     p->detached = detached;
+    p->text_ok = text_ok;
     pthread_mutex_lock(&r->mu);
     if (r->cancelled || r->closed || r->npending >= r->lim.max_pending) {
         rc = r->cancelled ? aur_fail(err, AUR_E_CANCELLED, 0, "cancelled")
@@ -671,6 +739,9 @@ static int request(struct aur__rpc *r, const char *method,
     r->table[b] = p;
     p->in_table = true;
     r->npending++;
+    if (text_ok)
+        __atomic_store_n(&r->text_waiters, r->text_waiters + 1,
+                         __ATOMIC_RELEASE);
     if (detached) {
         p->dnext = r->detached;
         r->detached = p;
@@ -702,16 +773,17 @@ int aur__rpc_request(struct aur__rpc *r, const char *method,
                      aur_deadline dl, struct aur__pending **out,
                      struct aur_error *err)
 {
-    return request(r, method, params, NULL, 0, sid, false, dl, out, err);
+    return request(r, method, params, NULL, 0, sid, false, false, dl, out,
+                   err);
 }
 
 int aur__rpc_request_text(struct aur__rpc *r, const char *method,
                           const char *params_json, size_t params_len,
-                          aur_deadline dl, struct aur__pending **out,
-                          struct aur_error *err)
+                          bool text_ok, aur_deadline dl,
+                          struct aur__pending **out, struct aur_error *err)
 {
-    return request(r, method, NULL, params_json, params_len, NULL, false, dl,
-                   out, err);
+    return request(r, method, NULL, params_json, params_len, NULL, false,
+                   text_ok, dl, out, err);
 }
 
 static int send_text(struct aur__rpc *r, const char *method,
@@ -756,7 +828,7 @@ static int send_text(struct aur__rpc *r, const char *method,
         in_send_text = false;
     } else {
         struct json_object *msg = NULL;
-        rc = aur__json_parse(line, len, 128, &msg, err);
+        rc = aur__json_parse(line, len, AUR__JSON_MAX_DEPTH, &msg, err);
         if (rc == AUR_OK)
             rc = r->ops->send(r->conn, msg, dl, err);
         json_object_put(msg);
@@ -770,12 +842,21 @@ int aur__rpc_request_detached(struct aur__rpc *r, const char *method,
                               struct json_object *params, const char *sid,
                               aur_deadline dl, struct aur_error *err)
 {
-    return request(r, method, params, NULL, 0, sid, true, dl, NULL, err);
+    return request(r, method, params, NULL, 0, sid, true, false, dl, NULL,
+                   err);
 }
 
 int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
                   aur_deadline dl, bool keep_on_timeout,
                   struct json_object **reply, struct aur_error *err)
+{
+    return aur__rpc_wait_text(r, p, dl, keep_on_timeout, reply, NULL, err);
+}
+
+int aur__rpc_wait_text(struct aur__rpc *r, struct aur__pending *p,
+                       aur_deadline dl, bool keep_on_timeout,
+                       struct json_object **reply, char **text,
+                       struct aur_error *err)
 {
     int rc = AUR_OK;
     pthread_mutex_lock(&r->mu);
@@ -788,6 +869,10 @@ int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
     case P_DONE:
         *reply = p->reply;
         p->reply = NULL;
+        if (text) {
+            *text = p->text;
+            p->text = NULL;
+        }
         break;
     case P_CLOSED:
         /* Keep the transport's reason (e.g. a line over the budget). */

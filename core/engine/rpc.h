@@ -100,12 +100,14 @@ int aur__rpc_request(struct aur__rpc *r, const char *method,
 /*
  * Like aur__rpc_request (integer id), with params already serialised
  * (params_json: one compact JSON object, borrowed).  Sent as text when the
- * transport takes text, else parsed and sent as an object.
+ * transport takes text, else parsed and sent as an object.  text_ok:
+ * the waiter (aur__rpc_wait_text) also takes a tools/call reply in the
+ * form aur__call_reply_scan gives, when the transport hands in text.
  */
 int aur__rpc_request_text(struct aur__rpc *r, const char *method,
                           const char *params_json, size_t params_len,
-                          aur_deadline dl, struct aur__pending **out,
-                          struct aur_error *err);
+                          bool text_ok, aur_deadline dl,
+                          struct aur__pending **out, struct aur_error *err);
 
 /* Send a long-lived request (subscriptions/listen): nobody waits for it;
  * its response, if one ever comes, goes to handlers.response on the
@@ -124,6 +126,13 @@ int aur__rpc_request_detached(struct aur__rpc *r, const char *method,
 int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
                   aur_deadline dl, bool keep_on_timeout,
                   struct json_object **reply, struct aur_error *err);
+/* Like aur__rpc_wait; for a request sent with text_ok, a reply that came
+ * as text sets *text (transfer) and leaves *reply NULL.  Exactly one of
+ * the two is set on AUR_OK; *text is only touched then. */
+int aur__rpc_wait_text(struct aur__rpc *r, struct aur__pending *p,
+                       aur_deadline dl, bool keep_on_timeout,
+                       struct json_object **reply, char **text,
+                       struct aur_error *err);
 
 /* Forget p: a late response is dropped.  cancel = also tell the server
  * (transport cancel hook, else notifications/cancelled). */
@@ -151,5 +160,17 @@ struct aur__rpc_stats {
     bool faulty;               /* the notification budget was exceeded */
 };
 void aur__rpc_get_stats(struct aur__rpc *r, struct aur__rpc_stats *s);
+
+/*
+ * call_reply.c: the reply to a tools/call read straight from its text,
+ * when it is a success response of the common shape (integer id, result
+ * with text blocks only, isError absent or false, no structuredContent,
+ * resultType absent or "complete").  Then *id is the id and *text
+ * (transfer) the non-blank texts joined by "\n", "" when there are
+ * none: what map_result makes of the same reply.  false (nothing
+ * allocated): not that shape; the general path decides.
+ */
+bool aur__call_reply_scan(const char *buf, size_t len, int64_t *id,
+                          char **text);
 
 #endif

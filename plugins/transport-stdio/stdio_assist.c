@@ -14,7 +14,7 @@
  *
  * To know when a call is alone, the writer remembers the integer ids of
  * the requests it sent (stdio_ids_*), and every frame that is a response
- * forgets its id (stdio_note_response).
+ * forgets its id (stdio_response_seen).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -100,18 +100,29 @@ bool stdio_request_id(const char *buf, size_t len, int64_t *id,
     return true;
 }
 
-/* A response (integer id, no method) is no longer awaited. */
+/* The response to id came: it is no longer awaited.  arg: the child.
+ * (The sink's on_response, ABI 1.2.) */
+void stdio_response_seen(void *arg, int64_t id)
+{
+    struct stdio_child *ch = arg;
+
+    if (!__atomic_load_n(&ch->n_ids, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&ch->mu);
+    stdio_ids_remove(ch, id);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/* The same for a parsed message (a host before ABI 1.2): a response has
+ * an integer id and no method. */
 void stdio_note_response(struct stdio_child *ch, struct json_object *msg)
 {
     struct json_object *id;
 
-    if (!json_object_object_get_ex(msg, "id", &id) ||
-        !json_object_is_type(id, json_type_int) ||
-        json_object_object_get_ex(msg, "method", NULL))
-        return;
-    pthread_mutex_lock(&ch->mu);
-    stdio_ids_remove(ch, json_object_get_int64(id));
-    pthread_mutex_unlock(&ch->mu);
+    if (json_object_object_get_ex(msg, "id", &id) &&
+        json_object_is_type(id, json_type_int) &&
+        !json_object_object_get_ex(msg, "method", NULL))
+        stdio_response_seen(ch, json_object_get_int64(id));
 }
 
 /*

@@ -176,7 +176,9 @@ bool stdio_request_id(const char *buf, size_t len, int64_t *id,
 bool stdio_ids_has(const struct stdio_child *ch, int64_t id);
 void stdio_ids_add(struct stdio_child *ch, int64_t id);
 void stdio_ids_remove(struct stdio_child *ch, int64_t id);
-/* msg (borrowed) is a response: forget its id.  Takes mu. */
+/* A response came for id (arg: the child), or msg (borrowed) is one:
+ * forget its id.  Take mu. */
+void stdio_response_seen(void *arg, int64_t id);
 void stdio_note_response(struct stdio_child *ch, struct json_object *msg);
 
 /* After a successful stdio_child_write of buf, without the write token:

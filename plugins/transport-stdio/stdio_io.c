@@ -180,8 +180,10 @@ static void limit_exceeded(struct stdio_child *ch)
 static bool frame(struct stdio_child *ch, const char *buf, size_t len)
 {
     const struct stdio_state *st = ch->conn->st;
+    const struct aur_sink *sink = &ch->conn->sink;
     struct json_object *msg = NULL;
     struct aur_error e;
+    int rc;
 
     if (len > 0 && buf[len - 1] == '\r')
         len--;
@@ -191,18 +193,29 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
         limit_exceeded(ch);
         return false;
     }
-    if (st->host->json_parse(buf, len, &msg, &e) != AUR_OK ||
-        !json_object_is_type(msg, json_type_object)) {
-        json_object_put(msg);
-        /* The content may be anything the App printed: never log it. */
+    if (sink->on_text) {
+        /* The host parses (or reads a call's reply without a tree). */
+        if (!sink_enter(ch, false))
+            return true;
+        rc = sink->on_text(sink->ctx, buf, len, stdio_response_seen, ch, &e);
+        sink_leave(ch);
+    } else {
+        rc = st->host->json_parse(buf, len, &msg, &e);
+        if (rc == AUR_OK && !json_object_is_type(msg, json_type_object))
+            rc = AUR_E_PROTOCOL;
+        if (rc == AUR_OK) {
+            if (__atomic_load_n(&ch->n_ids, __ATOMIC_RELAXED))
+                stdio_note_response(ch, msg);
+            deliver(ch, msg);
+        } else {
+            json_object_put(msg);
+        }
+    }
+    /* The content may be anything the App printed: never log it. */
+    if (rc != AUR_OK)
         st->host->log(st->self, AUR_LOG_WARN,
                       "%s: dropped malformed frame (%zu bytes)",
                       ch->conn->package, len);
-        return true;
-    }
-    if (__atomic_load_n(&ch->n_ids, __ATOMIC_RELAXED))
-        stdio_note_response(ch, msg);
-    deliver(ch, msg);
     return true;
 }
 

@@ -11,6 +11,8 @@ if(TARGET aurora-mcp)
     aur_add_check(${suite} SOURCES ${suite}.c LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()
+  aur_add_check(check_call_reply SOURCES check_call_reply.c LIBS aurora-mcp
+                TIMEOUT 60)
 endif()
 
 # The SDK peers' own self-test (raw JSON lines against both SDK servers).

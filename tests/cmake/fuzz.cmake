@@ -30,6 +30,8 @@ aur_add_fuzz_replay(fuzz_config_split SOURCE fuzz_config.c CORPUS config_split
 if(TARGET aurora-mcp)
   aur_add_fuzz_replay(fuzz_rpc_frames SOURCE fuzz_rpc_frames.c CORPUS rpc_frames
                       LIBS aurora-mcp)
+  aur_add_fuzz_replay(fuzz_call_reply SOURCE fuzz_call_reply.c CORPUS call_reply
+                      LIBS aurora-mcp)
 endif()
 if(TARGET fuzz_rpc_frames_replay)
   # The same corpus without the harness's drain: close while server

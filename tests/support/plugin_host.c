@@ -286,7 +286,9 @@ static void on_closed(void *ctx, const struct aur_error *why)
     pthread_mutex_unlock(&r->mu);
 }
 
-const struct aur_sink SINK = {sizeof SINK, &R, on_message, on_closed};
+/* No on_text: transports are tested on the json_parse + on_message path
+ * here; the engine tests (check_calls, peers) run the on_text one. */
+const struct aur_sink SINK = {sizeof SINK, &R, on_message, on_closed, NULL};
 
 static void abs_in(struct timespec *ts, int ms)
 {

@@ -10,6 +10,7 @@
  * ABI changelog (one line per minor, append-only):
  *   1.0  2026-12-02  first release.
  *   1.1  2026-12-02  aur_host.world_write_batch.
+ *   1.2  2026-12-02  aur_sink.on_text.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -36,7 +37,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 1
+#define AUR_ABI_MINOR 2
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -353,6 +354,22 @@ struct aur_sink {
     void (*on_message)(void *ctx, struct json_object *msg);
     /* At most once, never after close() returns.  why == NULL: clean EOF. */
     void (*on_closed)(void *ctx, const struct aur_error *why);
+
+    /* --- ABI 1.2 (NULL from an older host: parse and use on_message) --- */
+
+    /*
+     * One framed message as text (borrowed for the call), instead of
+     * json_parse + on_message: the host parses it with the same strictness
+     * and budgets, and may take the reply to a call without building a
+     * tree.  AUR_OK = taken; otherwise (not one JSON object) nothing was
+     * taken and err says why: log and drop it, as for a failed json_parse.
+     * When the message is a response with a non-negative integer id,
+     * on_response (may be NULL) hears that id, on this thread, before
+     * anyone waiting for it is woken.  Any thread, non-blocking.
+     */
+    int (*on_text)(void *ctx, const char *buf, size_t len,
+                   void (*on_response)(void *arg, int64_t id), void *arg,
+                   struct aur_error *err);
 };
 
 struct aur_conn; /* opaque; each transport defines its own */

@@ -43,6 +43,13 @@ int aur__json_repr_double(double d, char *buf, size_t size);
  */
 size_t aur__json_utf8_len(const unsigned char *s, size_t n);
 
+/* The UTF-8 form of code point cp (at most 0x10FFFF) in u; its length. */
+size_t aur__json_utf8_put(unsigned char u[4], unsigned cp);
+
+/* 1 for the bytes that stand for themselves in a JSON string: printable
+ * ASCII but the quote and the backslash. */
+extern const unsigned char aur__json_plain_byte[256];
+
 /* If v is a kept big integer, set *digits (borrowed from v) and return
  * true. */
 bool aur__json_big_digits(struct json_object *v, const char **digits);

@@ -147,31 +147,35 @@ static int hex4(struct parser *ps, size_t at, unsigned *out)
     return AUR_OK;
 }
 
-static int put_code_point(struct parser *ps, struct sbuf *sb, unsigned cp)
+size_t aur__json_utf8_put(unsigned char u[4], unsigned cp)
 {
-    unsigned char u[4];
-    size_t n;
-
     if (cp < 0x80) {
         u[0] = (unsigned char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
+        return 1;
+    }
+    if (cp < 0x800) {
         u[0] = (unsigned char)(0xC0 | cp >> 6);
         u[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
+        return 2;
+    }
+    if (cp < 0x10000) {
         u[0] = (unsigned char)(0xE0 | cp >> 12);
         u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
         u[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (unsigned char)(0xF0 | cp >> 18);
-        u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-        u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        u[3] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 4;
+        return 3;
     }
-    return sb_put(ps, sb, u, n);
+    u[0] = (unsigned char)(0xF0 | cp >> 18);
+    u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    u[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static int put_code_point(struct parser *ps, struct sbuf *sb, unsigned cp)
+{
+    unsigned char u[4];
+
+    return sb_put(ps, sb, u, aur__json_utf8_put(u, cp));
 }
 
 /* The escape whose backslash is at ps->pos; advances past it. */
@@ -212,8 +216,7 @@ static int parse_escape(struct parser *ps, struct sbuf *sb)
     return put_code_point(ps, sb, cp);
 }
 
-/* Plain string bytes: printable ASCII but the quote and the backslash. */
-static const unsigned char plain_byte[256] = {
+const unsigned char aur__json_plain_byte[256] = {
     /* 00 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     /* 10 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     /* 20 */ 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -237,7 +240,7 @@ static size_t plain_run(const struct parser *ps, size_t i)
 {
     const unsigned char *in = ps->in;
 
-    while (i < ps->len && plain_byte[in[i]])
+    while (i < ps->len && aur__json_plain_byte[in[i]])
         i++;
     return i;
 }

@@ -6,10 +6,12 @@
  * (open keeps the sink, send serialises and counts, close does nothing),
  * register pending requests - integer ids 0..3, string ids "probe",
  * "1" (same digits as an integer id: ids are type-sensitive) and "p-2",
- * plus a detached "listen" - then feed the input split on '\n' as
- * frames: each line through aur__json_parse and, if it parses, into
- * sink.on_message.  A line "EOF" reports a clean close, "ERR" a failed
- * one (the transport then goes quiet).  Then every pending is waited
+ * plus a detached "listen"; the even integer ids are tools/calls whose
+ * waiter takes a reply as text - then feed the input split on '\n' as
+ * frames: even lines through sink.on_text (ABI 1.2), odd lines through
+ * aur__json_parse and, if it parses, sink.on_message.  A line "EOF"
+ * reports a clean close, "ERR" a failed one (the transport then goes
+ * quiet).  Then every pending is waited
  * with a deadline of "now" (the last one is abandoned instead), so
  * nothing blocks; the transport then reports EOF if the input did not,
  * the harness waits (bounded) for the closed handler, which runs after
@@ -19,7 +21,8 @@
  * Properties (else abort): with max_pending requests out, one more fails
  * with AUR_E_LIMIT; a wait gives AUR_OK with a reply whose "id" equals
  * the request's id (same JSON type and value) and holds exactly one of
- * "result" / "error", or AUR_E_TIMEOUT, or AUR_E_CLOSED (only once the
+ * "result" / "error", or (a text waiter only) text and no reply, after
+ * on_text's on_response heard that id, or AUR_E_TIMEOUT, or AUR_E_CLOSED (only once the
  * transport reported the close); after a close, no new request is
  * accepted.  Leaks and races are the sanitizers' to report.
  *
@@ -216,11 +219,23 @@ static bool answers(struct json_object *reply, struct json_object *id)
            json_object_get_int64(rid) == json_object_get_int64(id);
 }
 
+/* The response ids on_text's on_response heard (0..63). */
+static uint64_t heard;
+
+static void on_response(void *arg, int64_t id)
+{
+    if (arg != &heard || id < 0)
+        abort();
+    if (id < 64)
+        heard |= 1ull << id;
+}
+
 /* Feed the frames; returns true if the transport reported a close. */
 static bool feed(const struct aur_sink *sink, const uint8_t *data,
                  size_t size)
 {
     const char *p = (const char *)data, *end = p + size;
+    size_t line = 0;
 
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -237,8 +252,14 @@ static bool feed(const struct aur_sink *sink, const uint8_t *data,
             sink->on_closed(sink->ctx, &err);
             return true;
         }
-        if (aur__json_parse(p, n, FUZZ_DEPTH, &v, &err) == AUR_OK)
+        if (line++ % 2 == 0) {
+            if (sink->on_text(sink->ctx, p, n, on_response, &heard, &err) !=
+                    AUR_OK &&
+                !err.msg[0])
+                abort();
+        } else if (aur__json_parse(p, n, FUZZ_DEPTH, &v, &err) == AUR_OK) {
             sink->on_message(sink->ctx, v);
+        }
         p += n + 1;
     }
     return false;
@@ -265,13 +286,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     setup_once();
     drained = false;
+    heard = 0;
     if (aur__rpc_open(&fake_ops, NULL, NULL, &h, &lim, "fuzz",
                       aur__now_ms() + 1000, &r, &err) != AUR_OK)
         abort();
     for (i = 0; i < AUR__ARRAY_LEN(p); i++, n++) {
         const char *sid = i < N_INT ? NULL : sids[i - N_INT];
-        if (aur__rpc_request(r, "tools/list", NULL, sid,
-                             aur__now_ms() + 1000, &p[i], &err) != AUR_OK)
+        int rc = i < N_INT && i % 2 == 0
+                     ? aur__rpc_request_text(r, "tools/call", "{}", 2, true,
+                                             aur__now_ms() + 1000, &p[i], &err)
+                     : aur__rpc_request(r, "tools/list", NULL, sid,
+                                        aur__now_ms() + 1000, &p[i], &err);
+        if (rc != AUR_OK)
             abort();
         ids[i] = json_object_get(aur__rpc_pending_id(p[i]));
     }
@@ -289,6 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     for (i = 0; i < n; i++) {
         struct json_object *reply = NULL;
+        char *text = NULL;
         int rc;
 
         if (i == n - 1) {
@@ -297,8 +324,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_object_put(ids[i]);
             continue;
         }
-        rc = aur__rpc_wait(r, p[i], aur__now_ms(), false, &reply, &err);
-        if (rc == AUR_OK) {
+        rc = aur__rpc_wait_text(r, p[i], aur__now_ms(), false, &reply, &text,
+                                &err);
+        if (rc == AUR_OK && text) {
+            int64_t id = json_object_get_int64(ids[i]);
+            if (reply || i >= N_INT || i % 2 || !(heard >> id & 1))
+                abort();
+            free(text);
+        } else if (rc == AUR_OK) {
             if (!answers(reply, ids[i]))
                 abort();
         } else if (rc == AUR_E_CLOSED) {

@@ -293,14 +293,21 @@ END_TEST
 START_TEST(default_scopes_returned)
 {
     struct aur_mcp *h = start_with("modern", 5, NULL);
-    struct aur_tool_output out;
-    struct json_object *v;
+    struct aur_tool_output out, again;
+    char *text;
     ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, -1, &out), AUR_OK);
-    ck_assert_ptr_nonnull(out.scopes);
-    ck_assert(json_object_object_get_ex(out.scopes, "observe", &v));
-    ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(v, 0)),
-                     "aurora:mcp:" PKG);
+    text = h_scopes_json(&out);
+    ck_assert_str_eq(text, "{\"observe\":[\"aurora:mcp:" PKG "\"],"
+                           "\"publish\":[\"aurora:mcp:" PKG "\"]}");
+    free(text);
+    /* Nothing resolves them per call: every call hands out the registry's
+     * own frozen lists, and clearing one output leaves the next intact. */
+    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, -1, &again), AUR_OK);
+    ck_assert_ptr_eq(again.observe, out.observe);
+    ck_assert_ptr_null(out.owned);
     aur_tool_output_clear(&out);
+    ck_assert_str_eq(again.publish[0], "aurora:mcp:" PKG);
+    aur_tool_output_clear(&again);
     aur_mcp_destroy(h);
 }
 END_TEST
@@ -377,6 +384,10 @@ START_TEST(builtins_join_the_registry)
     ck_assert_str_eq(aur_mcp_tool_at(h, 0)->id, "aur.core.echo");
     ck_assert_int_eq(aur_mcp_call(h, "aur.core.echo", NULL, -1, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+    /* It set no scopes: its defaults, which are none (resolved, empty). */
+    ck_assert_ptr_nonnull(out.observe);
+    ck_assert_ptr_nonnull(out.publish);
+    ck_assert_uint_eq(out.n_observe + out.n_publish, 0);
     aur_tool_output_clear(&out);
     aur_mcp_destroy(h);
 }

@@ -121,9 +121,7 @@ static enum aur_call_status call(struct aur_mcp *h, const char *args_json,
     s = out.status;
     *content = strdup(out.content);
     if (scopes)
-        *scopes = out.scopes ? strdup(json_object_to_json_string_ext(
-                                   out.scopes, TEXT_FLAGS))
-                             : NULL;
+        *scopes = h_scopes_json(&out);
     aur_tool_output_clear(&out);
     return s;
 }
@@ -448,14 +446,13 @@ START_TEST(sdk2_server_receives_the_declaration)
                              "tools/list", "tools/call"};
     struct aur_mcp *h = start_peer("tests/peers/sdk2-server.mjs", opts);
     struct aur_tool_output out;
-    struct json_object *a = json_tokener_parse("{\"text\":\"hi\"}"), *o;
+    struct json_object *a = json_tokener_parse("{\"text\":\"hi\"}");
     ck_assert_int_eq(ext_active(h), 1);
     ck_assert_int_eq(aur_mcp_call(h, "aur.mcp." PKG ".echo", a, -1, &out),
                      AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
-    ck_assert(json_object_object_get_ex(out.scopes, "observe", &o));
-    ck_assert_str_eq(json_object_get_string(json_object_array_get_idx(o, 0)),
-                     "peer:fixed");
+    ck_assert_uint_ge(out.n_observe, 1);
+    ck_assert_str_eq(out.observe[0], "peer:fixed");
     aur_tool_output_clear(&out);
     json_object_put(a);
     aur_mcp_destroy(h);

@@ -179,17 +179,25 @@ int cli_start(const char *dir, struct aur_mcp **out)
     return EXIT_OK;
 }
 
+static struct json_object *string_array(const char *const *v, size_t n)
+{
+    struct json_object *a = json_object_new_array_ext(n ? (int)n : 1);
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(a, json_object_new_string(v[i]));
+    return a;
+}
+
 struct json_object *cli_output_json(const struct aur_tool_output *o)
 {
-    struct json_object *j = json_object_new_object(), *v;
+    struct json_object *j = json_object_new_object();
     json_object_object_add(j, "status",
                            json_object_new_string(aur_call_status_word(o->status)));
     json_object_object_add(j, "content", json_object_new_string(o->content));
-    if (o->scopes) {
-        if (json_object_object_get_ex(o->scopes, "observe", &v))
-            json_object_object_add(j, "observe", json_object_get(v));
-        if (json_object_object_get_ex(o->scopes, "publish", &v))
-            json_object_object_add(j, "publish", json_object_get(v));
+    if (o->observe && o->publish) {
+        json_object_object_add(j, "observe",
+                               string_array(o->observe, o->n_observe));
+        json_object_object_add(j, "publish",
+                               string_array(o->publish, o->n_publish));
     }
     return j;
 }

@@ -107,27 +107,16 @@ static void put_value(struct line *l, struct json_object *v)
                  : "null");
 }
 
-static void put_scopes(struct line *l, struct json_object *scopes,
-                       const char *key)
+static void put_scopes(struct line *l, const char *key,
+                       const char *const *v, size_t n)
 {
-    struct json_object *arr;
-    size_t n;
-
-    if (!json_object_object_get_ex(scopes, key, &arr))
-        return;
     put(l, ",\"", 2);
     put_lit(l, key);
-    put(l, "\":", 2);
-    if (!json_object_is_type(arr, json_type_array)) {
-        put_value(l, arr);
-        return;
-    }
-    put(l, "[", 1);
-    n = json_object_array_length(arr);
+    put(l, "\":[", 3);
     for (size_t i = 0; i < n; i++) {
         if (i)
             put(l, ",", 1);
-        put_value(l, json_object_array_get_idx(arr, i));
+        put_str(l, v[i], strlen(v[i]));
     }
     put(l, "]", 1);
 }
@@ -143,9 +132,9 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
     put_lit(&l, aur_call_status_word(o->status));
     put_lit(&l, "\",\"content\":");
     put_str(&l, o->content, strlen(o->content));
-    if (o->scopes) {
-        put_scopes(&l, o->scopes, "observe");
-        put_scopes(&l, o->scopes, "publish");
+    if (o->observe && o->publish) {
+        put_scopes(&l, "observe", o->observe, o->n_observe);
+        put_scopes(&l, "publish", o->publish, o->n_publish);
     }
     put(&l, "}}\n", 3);
     if (l.oom) {

@@ -94,19 +94,39 @@ static struct json_object *copy_scopes(struct json_object *v)
     return c;
 }
 
+/* The tool's own lists (borrowed from the frozen view) or none. */
+static void view_out(struct aur_tool_output *out,
+                     const struct aur__scope_view *v)
+{
+    out->observe = v ? v->observe : NULL;
+    out->publish = v ? v->publish : NULL;
+    out->n_observe = v ? v->n_observe : 0;
+    out->n_publish = v ? v->n_publish : 0;
+}
+
+/*
+ * The call's scopes into *out.  Without an extension that resolves them
+ * they are the tool's frozen lists; otherwise each hook edits a copy of
+ * the declared templates in turn, and the result is copied into one block
+ * the output owns.
+ */
 static int resolve_scopes(struct aur__tool *t, struct json_object *args,
-                          struct json_object **scopes, struct aur_error *err)
+                          struct aur_tool_output *out, struct aur_error *err)
 {
     struct aur__app *app = t->app;
     struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
+    struct aur__scope_view *v;
     struct json_object *s = NULL;
+    bool hooked = false;
 
-    s = copy_scopes(t->scopes);
     for (size_t i = 0; i < app->next; i++) {
         struct aur__ext_session *x = &app->ext[i];
         int rc;
         if (!x->active || !AUR_HAS(&x->p->ops.e, resolve_scope))
             continue;
+        if (!hooked)
+            s = copy_scopes(t->scopes);
+        hooked = true;
         aur_error_clear(err);
         rc = x->p->ops.e.resolve_scope(x->p->state, x->session, &ref, args, s,
                                        err);
@@ -118,7 +138,17 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
             return rc;
         }
     }
-    *scopes = s;
+    if (!hooked) {
+        view_out(out, t->view);
+        return AUR_OK;
+    }
+    v = aur__scope_view_new(s, true);
+    json_object_put(s);
+    if (!v)
+        return aur_fail(err, AUR_E_SCOPE, 0, "resolved scopes are not lists "
+                        "of strings");
+    view_out(out, v);
+    out->owned = v;
     return AUR_OK;
 }
 
@@ -544,11 +574,19 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
         t->fn(t->ud, args, out);
         if (!out->content || aur__is_blank(out->content))
             set_out(out, out->status, "builtin tool returned no content");
+        /* A list the builtin left unset is the tool's default (none). */
+        if (!out->observe) {
+            out->observe = t->view->observe;
+            out->n_observe = t->view->n_observe;
+        }
+        if (!out->publish) {
+            out->publish = t->view->publish;
+            out->n_publish = t->view->n_publish;
+        }
         return;
     }
     aur_error_clear(&err);
-    if (resolve_scopes(t, args, &out->scopes, &err) != AUR_OK) {
-        out->scopes = NULL;
+    if (resolve_scopes(t, args, out, &err) != AUR_OK) {
         set_out(out, AUR_CALL_FAILED, "MCP tool scope resolution failed: %s",
                 err.msg);
         return;

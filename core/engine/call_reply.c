@@ -74,32 +74,6 @@ static int hex4(const unsigned char *p)
     return v;
 }
 
-/* Append the UTF-8 of cp at dst (when dst is not NULL); its length. */
-static size_t put_utf8(char *dst, unsigned cp)
-{
-    unsigned char u[4];
-    size_t n;
-
-    if (cp < 0x80) {
-        u[0] = (unsigned char)cp, n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (unsigned char)(0xC0 | cp >> 6);
-        u[1] = (unsigned char)(0x80 | (cp & 0x3F)), n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (unsigned char)(0xE0 | cp >> 12);
-        u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        u[2] = (unsigned char)(0x80 | (cp & 0x3F)), n = 3;
-    } else {
-        u[0] = (unsigned char)(0xF0 | cp >> 18);
-        u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-        u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-        u[3] = (unsigned char)(0x80 | (cp & 0x3F)), n = 4;
-    }
-    if (dst)
-        memcpy(dst, u, n);
-    return n;
-}
-
 /*
  * The string at sc->i (its opening quote).  With dst, its unescaped bytes
  * go there (room: the raw length) and *dlen says how many.  *escaped: it
@@ -117,8 +91,7 @@ static bool string(struct scan *sc, char *dst, size_t *dlen, bool *escaped)
         size_t run = i;
         unsigned char c;
 
-        while (run < sc->n && s[run] >= 0x20 && s[run] < 0x80 &&
-               s[run] != '"' && s[run] != '\\')
+        while (run < sc->n && aur__json_plain_byte[s[run]])
             run++;
         if (dst && run > i)
             memcpy(dst + d, s + i, run - i);
@@ -170,7 +143,11 @@ static bool string(struct scan *sc, char *dst, size_t *dlen, bool *escaped)
             i += 6;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        d += put_utf8(dst ? dst + d : NULL, (unsigned)cp);
+        unsigned char u[4];
+        size_t k = aur__json_utf8_put(u, (unsigned)cp);
+        if (dst)
+            memcpy(dst + d, u, k);
+        d += k;
     }
     return false;
 }
@@ -192,15 +169,16 @@ static bool key(struct scan *sc, const unsigned char **k, size_t *klen)
     return take(sc, ':');
 }
 
-static bool key_is(const unsigned char *k, size_t n, const char *word)
-{
-    return strlen(word) == n && memcmp(k, word, n) == 0;
-}
+/* Keys and words are literals: their length is known when compiled. */
+#define KEY_IS(k, n, word)                                                  \
+    ((n) == sizeof(word) - 1 && memcmp((k), (word), (n)) == 0)
+#define STRING_IS(sc, word) string_is((sc), (word), sizeof(word) - 1)
+#define LITERAL(sc, word) literal((sc), (word), sizeof(word) - 1)
 
 /* The plain string value word, exactly. */
-static bool string_is(struct scan *sc, const char *word)
+static bool string_is(struct scan *sc, const char *word, size_t len)
 {
-    size_t at, len = strlen(word);
+    size_t at;
     bool esc;
 
     ws(sc);
@@ -211,10 +189,8 @@ static bool string_is(struct scan *sc, const char *word)
     return sc->i - 1 - at == len && memcmp(sc->s + at, word, len) == 0;
 }
 
-static bool literal(struct scan *sc, const char *word)
+static bool literal(struct scan *sc, const char *word, size_t n)
 {
-    size_t n = strlen(word);
-
     if (sc->n - sc->i < n || memcmp(sc->s + sc->i, word, n) != 0)
         return false;
     sc->i += n;
@@ -270,11 +246,11 @@ static bool skip(struct scan *sc, int depth)
     case '"':
         return string(sc, NULL, NULL, &esc);
     case 't':
-        return literal(sc, "true");
+        return LITERAL(sc, "true");
     case 'f':
-        return literal(sc, "false");
+        return LITERAL(sc, "false");
     case 'n':
-        return literal(sc, "null");
+        return LITERAL(sc, "null");
     case '[':
         if (depth >= SKIP_DEPTH)
             return false;
@@ -325,11 +301,11 @@ static bool block(struct scan *sc)
 
         if (!key(sc, &k, &kl))
             return false;
-        if (key_is(k, kl, "type")) {
-            if (has_type || !string_is(sc, "text"))
+        if (KEY_IS(k, kl, "type")) {
+            if (has_type || !STRING_IS(sc, "text"))
                 return false;
             has_type = true;
-        } else if (key_is(k, kl, "text")) {
+        } else if (KEY_IS(k, kl, "text")) {
             ws(sc);
             if (has_text || sc->i >= sc->n || sc->s[sc->i] != '"')
                 return false;
@@ -368,7 +344,7 @@ static bool result(struct scan *sc)
 
         if (!key(sc, &k, &kl))
             return false;
-        if (key_is(k, kl, "content")) {
+        if (KEY_IS(k, kl, "content")) {
             if (has_content || !take(sc, '['))
                 return false;
             has_content = true;
@@ -380,16 +356,16 @@ static bool result(struct scan *sc)
             while (take(sc, ','));
             if (!take(sc, ']'))
                 return false;
-        } else if (key_is(k, kl, "isError")) {
+        } else if (KEY_IS(k, kl, "isError")) {
             ws(sc);
-            if (has_err || !literal(sc, "false"))
+            if (has_err || !LITERAL(sc, "false"))
                 return false;
             has_err = true;
-        } else if (key_is(k, kl, "resultType")) {
-            if (has_type || !string_is(sc, "complete"))
+        } else if (KEY_IS(k, kl, "resultType")) {
+            if (has_type || !STRING_IS(sc, "complete"))
                 return false;
             has_type = true;
-        } else if (key_is(k, kl, "structuredContent")) {
+        } else if (KEY_IS(k, kl, "structuredContent")) {
             return false;
         } else if (!skip(sc, 1)) {
             return false;
@@ -433,19 +409,19 @@ bool aur__call_reply_scan(const char *buf, size_t len, int64_t *id,
 
         if (!key(&sc, &k, &kl))
             goto decline;
-        if (key_is(k, kl, "jsonrpc")) {
-            if (has_v || !string_is(&sc, "2.0"))
+        if (KEY_IS(k, kl, "jsonrpc")) {
+            if (has_v || !STRING_IS(&sc, "2.0"))
                 goto decline;
             has_v = true;
-        } else if (key_is(k, kl, "id")) {
+        } else if (KEY_IS(k, kl, "id")) {
             if (has_id || !id_value(&sc, id))
                 goto decline;
             has_id = true;
-        } else if (key_is(k, kl, "result")) {
+        } else if (KEY_IS(k, kl, "result")) {
             if (has_res || !result(&sc))
                 goto decline;
             has_res = true;
-        } else if (key_is(k, kl, "error") || key_is(k, kl, "method")) {
+        } else if (KEY_IS(k, kl, "error") || KEY_IS(k, kl, "method")) {
             goto decline;
         } else if (!skip(&sc, 1)) {
             goto decline;

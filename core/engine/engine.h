@@ -42,12 +42,22 @@ struct aur__ext_session {
     bool active; /* accept_server said AUR_OK */
 };
 
+/* A scopes object as call outputs hand it out (scope_view.c).  One
+ * block: free() releases it. */
+struct aur__scope_view {
+    const char **observe, **publish; /* never NULL, even when empty */
+    size_t n_observe, n_publish;
+    struct json_object *of; /* the object it was made from (borrowed) */
+    struct aur__scope_view *next; /* mcp->views */
+};
+
 struct aur__tool {
     char *id;
     char *raw_name;
     char *description;
     struct json_object *schema;
     struct json_object *scopes; /* {"observe":[..],"publish":[..]} templates */
+    const struct aur__scope_view *view; /* of scopes; set at freeze */
     struct aur__app *app;       /* NULL for a builtin */
     aur_builtin_fn *fn;
     void *ud;
@@ -124,6 +134,7 @@ struct aur_mcp {
     size_t nbuiltins;
     struct aur__tool **registry; /* sorted by id, frozen at start */
     size_t nregistry;
+    struct aur__scope_view *views; /* of the registry's tools */
 
     struct aur__journal *journal;
     struct aur_world_writer writer;
@@ -183,6 +194,12 @@ void aur__app_close(struct aur__app *app, int64_t grace_ms);
 void aur__lifecycle_commit(struct aur__app *app, const char *kind,
                            const char *suffix, const char *summary,
                            struct json_object *data);
+
+/* scope_view.c: the lists of s ({"observe":[..],"publish":[..]}, a
+ * missing member is empty).  copy: the strings are copied into the block,
+ * else they point into s, which must then outlive the view unchanged.
+ * NULL: out of memory, or a member that is not an array of strings. */
+struct aur__scope_view *aur__scope_view_new(struct json_object *s, bool copy);
 
 /* registry.c */
 int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err);

@@ -38,7 +38,7 @@ void aur_tool_output_clear(struct aur_tool_output *out)
     if (!out)
         return;
     free(out->content);
-    json_object_put(out->scopes);
+    free(out->owned);
     memset(out, 0, sizeof *out);
 }
 
@@ -333,6 +333,11 @@ void aur_mcp_destroy(struct aur_mcp *h)
         aur__tool_free(h->builtins[i]);
     free(h->builtins);
     free(h->registry);
+    while (h->views) {
+        struct aur__scope_view *next = h->views->next;
+        free(h->views);
+        h->views = next;
+    }
     free(h->apps);
     free(h->exts);
     free(h->selves);

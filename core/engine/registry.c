@@ -57,8 +57,24 @@ int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err)
             return rc;
         }
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        /* Sorted by id, an App's tools are neighbours: those sharing the
+         * App's default scopes object share its view too. */
+        struct aur__scope_view *sv = mcp->views;
+        if (!sv || sv->of != v[i]->scopes) {
+            sv = aur__scope_view_new(v[i]->scopes, false);
+            if (!sv) {
+                int rc = aur_fail(err, AUR_E_CATALOG, 0, "tool %s: scopes "
+                                  "are not lists of strings", v[i]->id);
+                free(v);
+                return rc;
+            }
+            sv->next = mcp->views;
+            mcp->views = sv;
+        }
+        v[i]->view = sv;
         fill_info(v[i]);
+    }
     mcp->registry = v;
     mcp->nregistry = n;
     return AUR_OK;

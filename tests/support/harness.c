@@ -358,3 +358,29 @@ void h_journal_is(const char *dir, const char *const *want)
     ck_assert_int_eq(l.n, n);
 }
 
+
+static struct json_object *h_list(const char *const *v, size_t n)
+{
+    struct json_object *a = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(a, json_object_new_string(v[i]));
+    return a;
+}
+
+char *h_scopes_json(const struct aur_tool_output *out)
+{
+    struct json_object *o;
+    char *text;
+
+    if (!out->observe && !out->publish)
+        return NULL;
+    ck_assert_ptr_nonnull(out->observe);
+    ck_assert_ptr_nonnull(out->publish);
+    o = json_object_new_object();
+    json_object_object_add(o, "observe", h_list(out->observe, out->n_observe));
+    json_object_object_add(o, "publish", h_list(out->publish, out->n_publish));
+    text = strdup(json_object_to_json_string_ext(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+    return text;
+}

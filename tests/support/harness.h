@@ -90,6 +90,10 @@ void h_expect(struct aur_mcp *h, const char *tool, const char *args,
               enum aur_call_status status, const char *content);
 
 /* The first App of the status document (transfer; asserted present). */
+/* A call's scopes as {"observe":[...],"publish":[...]} (compact, no
+ * slash escapes), or NULL when it has none (malloc'd). */
+char *h_scopes_json(const struct aur_tool_output *out);
+
 struct json_object *h_app_status(struct aur_mcp *h);
 /* Its negotiated_version, "" if none (static buffer). */
 const char *h_negotiated_version(struct aur_mcp *h);

@@ -39,23 +39,31 @@ enum aur_call_status {
 const char *aur_call_status_word(enum aur_call_status s);
 
 /*
- * The result of one call.  content is never empty.  scopes is
- * {"observe":[...],"publish":[...]} as resolved for this call, or NULL
- * when resolution failed.  Owned by the caller: release with
- * aur_tool_output_clear.
+ * The result of one call, owned by the caller: release it with
+ * aur_tool_output_clear.  content (malloc'd) is never empty.
+ * observe[0..n_observe) and publish[0..n_publish) are the scopes resolved
+ * for this call (aurora-semantics §6); both NULL when resolution failed.
+ * They are read-only and valid until aur_tool_output_clear, and never
+ * longer than the host: when nothing resolves them per call they are the
+ * frozen registry's own strings, so a call copies none of them.
  */
 struct aur_tool_output {
     enum aur_call_status status;
     char *content;
-    struct json_object *scopes;
+    const char *const *observe;
+    const char *const *publish;
+    size_t n_observe, n_publish;
+    void *owned; /* the host's: what aur_tool_output_clear frees */
 };
 
 void aur_tool_output_clear(struct aur_tool_output *out);
 
 /*
  * A builtin tool implemented by the embedding runtime.  arguments borrowed;
- * the callback fills *out (content malloc'd, scopes may stay NULL for the
- * defaults).  May run on any thread, concurrently.
+ * the callback fills *out: content malloc'd; observe and publish may stay
+ * NULL for the tool's defaults (none), or point at strings that outlive
+ * the host (static ones); owned stays NULL.  May run on any thread,
+ * concurrently.
  */
 typedef void aur_builtin_fn(void *ud, struct json_object *arguments,
                             struct aur_tool_output *out);

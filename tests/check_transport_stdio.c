@@ -85,6 +85,47 @@ START_TEST(test_malformed_dropped)
 }
 END_TEST
 
+/* With an ABI 1.2 host the frames go to on_text as they came (CR and LF
+ * gone), a refused one is logged and dropped as a failed parse is, and
+ * on_message is never called. */
+START_TEST(test_text_sink)
+{
+    struct aur_error err;
+    struct json_object *m, *resp;
+    struct aur_conn *c;
+
+    OPEN_SINK = &TEXT_SINK;
+    up();
+    ep_child("malformed", NULL);
+    c = open_ok();
+    wait_hello();
+    m = next_msg(3000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(method_of(m), "crlf");
+    json_object_put(m);
+    m = next_msg(3000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(method_of(m), "good");
+    json_object_put(m);
+    ck_assert_int_eq(log_count("dropped malformed frame"), 4);
+    ck_assert(log_has(PKG ": dropped malformed frame (3 bytes)"));
+    /* hello, four refused, crlf, good */
+    ck_assert_int_eq(__atomic_load_n(&TEXT.frames, __ATOMIC_RELAXED), 7);
+    /* The child echoes a response back: the sink announces its id. */
+    resp = json_tokener_parse("{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}");
+    ck_assert_int_eq(OPS->send(c, resp, t_now() + 2000, &err), AUR_OK);
+    m = next_msg(3000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert(json_object_equal(m, resp));
+    json_object_put(m);
+    json_object_put(resp);
+    ck_assert_int_eq(__atomic_load_n(&TEXT.responses, __ATOMIC_RELAXED), 1);
+    ck_assert_int_eq(__atomic_load_n(&TEXT.with_eol, __ATOMIC_RELAXED), 0);
+    ck_assert_int_eq(__atomic_load_n(&TEXT.direct, __ATOMIC_RELAXED), 0);
+    OPS->close(c, t_now() + 3000);
+}
+END_TEST
+
 START_TEST(test_oversized_line)
 {
     struct aur_conn *c;
@@ -645,6 +686,7 @@ static Suite *stdio_suite(void)
     t = stdio_tcase(s, "frames");
     tcase_add_test(t, test_roundtrip);
     tcase_add_test(t, test_malformed_dropped);
+    tcase_add_test(t, test_text_sink);
     tcase_add_test(t, test_oversized_line);
     tcase_add_test(t, test_line_at_limit);
     tcase_add_test(t, test_big_frame);

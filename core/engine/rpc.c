@@ -422,7 +422,8 @@ static int sink_text(void *ctx, const char *buf, size_t len,
     int rc;
 
     /* Only while a call waits for text: a tools/list page would be
-     * scanned to its end for nothing. */
+     * scanned to its end for nothing.  The count is read without mu; a
+     * stale zero only sends a reply down the general path. */
     if (__atomic_load_n(&r->text_waiters, __ATOMIC_ACQUIRE) &&
         !__atomic_load_n(&r->faulty, __ATOMIC_ACQUIRE) &&
         aur__call_reply_scan(buf, len, &num, &text)) {

@@ -286,9 +286,49 @@ static void on_closed(void *ctx, const struct aur_error *why)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* No on_text: transports are tested on the json_parse + on_message path
- * here; the engine tests (check_calls, peers) run the on_text one. */
+/* SINK has no on_text: it is a host before ABI 1.2, so transports take
+ * the json_parse + on_message path with it. */
 const struct aur_sink SINK = {sizeof SINK, &R, on_message, on_closed, NULL};
+
+/* TEXT_SINK: an ABI 1.2 host.  Frames arrive as text; each is parsed the
+ * way the core does (objects only), recorded like SINK's, and a response
+ * with an integer id is announced through on_response first. */
+struct text_stats TEXT = {0};
+
+static void text_direct(void *ctx, struct json_object *msg)
+{
+    (void)ctx;
+    __atomic_add_fetch(&TEXT.direct, 1, __ATOMIC_RELAXED);
+    json_object_put(msg);
+}
+
+static int on_text(void *ctx, const char *buf, size_t len,
+                   void (*on_response)(void *arg, int64_t id), void *arg,
+                   struct aur_error *err)
+{
+    struct json_object *msg = NULL, *id;
+
+    __atomic_add_fetch(&TEXT.frames, 1, __ATOMIC_RELAXED);
+    if (memchr(buf, '\n', len) || memchr(buf, '\r', len))
+        __atomic_add_fetch(&TEXT.with_eol, 1, __ATOMIC_RELAXED);
+    if (t_json_parse(buf, len, &msg, err) != AUR_OK)
+        return err->code;
+    if (!json_object_is_type(msg, json_type_object)) {
+        json_object_put(msg);
+        return aur_fail(err, AUR_E_PROTOCOL, 0, "not an object");
+    }
+    if (on_response && json_object_object_get_ex(msg, "id", &id) &&
+        json_object_is_type(id, json_type_int) &&
+        !json_object_object_get_ex(msg, "method", NULL)) {
+        on_response(arg, json_object_get_int64(id));
+        __atomic_add_fetch(&TEXT.responses, 1, __ATOMIC_RELAXED);
+    }
+    on_message(ctx, msg);
+    return AUR_OK;
+}
+
+const struct aur_sink TEXT_SINK = {sizeof TEXT_SINK, &R, text_direct,
+                                   on_closed, on_text};
 
 static void abs_in(struct timespec *ts, int ms)
 {
@@ -436,6 +476,8 @@ void down(void)
     ST = NULL;
 }
 
+const struct aur_sink *OPEN_SINK = &SINK;
+
 struct aur_conn *open_ep(uint32_t *caps)
 {
     struct aur_conn *c = NULL;
@@ -443,7 +485,7 @@ struct aur_conn *open_ep(uint32_t *caps)
     int rc;
 
     *caps = 0;
-    rc = OPS->open(ST, &EP, &SINK, t_now() + 5000, &c, caps, &err);
+    rc = OPS->open(ST, &EP, OPEN_SINK, t_now() + 5000, &c, caps, &err);
     ck_assert_msg(rc == AUR_OK, "open: %s", err.msg);
     ck_assert_ptr_nonnull(c);
     return c;

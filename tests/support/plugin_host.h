@@ -57,6 +57,15 @@ struct recorder {
 
 extern const struct aur_host H;
 extern const struct aur_sink SINK; /* ctx = &R */
+/* The same recorder behind an ABI 1.2 sink (on_text); TEXT counts what
+ * reached it: frames, frames still holding a CR or LF, responses it
+ * announced, and messages the transport wrongly sent to on_message. */
+struct text_stats {
+    int frames, with_eol, responses, direct;
+};
+extern const struct aur_sink TEXT_SINK;
+extern struct text_stats TEXT;
+extern const struct aur_sink *OPEN_SINK; /* open_ep's; SINK unless set */
 extern struct recorder R;
 extern struct aur_self SELF; /* tag "test", what plugin_up() passes */
 extern const struct aur_plugin_desc *D;

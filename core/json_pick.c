@@ -1,12 +1,14 @@
 /*
- * json_pick.c - several members of a small object in one walk: what the
- * engine reads of every message and every tools/call result.
+ * json_pick.c - reading members: several of a small object in one walk
+ * (what the engine reads of every message and every tools/call result),
+ * and strings that name something, compared whole.
  */
 #include "aur_setup.h"
 
 #include "jsonx.h"
 
 #include <json-c/json.h>
+#include <stdlib.h>
 #include <string.h>
 
 void aur__json_pick(struct json_object *o, const char *const *keys,
@@ -29,4 +31,29 @@ void aur__json_pick(struct json_object *o, const char *const *keys,
             }
         }
     }
+}
+
+const char *aur__json_name(struct json_object *v)
+{
+    const char *s;
+    if (!json_object_is_type(v, json_type_string))
+        return NULL;
+    s = json_object_get_string(v);
+    return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
+}
+
+bool aur__json_str_is(struct json_object *v, const char *lit)
+{
+    size_t n = strlen(lit);
+    return json_object_is_type(v, json_type_string) &&
+           (size_t)json_object_get_string_len(v) == n &&
+           memcmp(json_object_get_string(v), lit, n) == 0;
+}
+
+struct json_object *aur__json_copy(struct json_object *v)
+{
+    struct json_object *c = NULL;
+    if (v && json_object_deep_copy(v, &c, NULL) != 0)
+        abort(); /* only on allocation failure */
+    return c;
 }

@@ -57,4 +57,21 @@ char *aur__json_compact(struct json_object *v);
 void aur__json_pick(struct json_object *o, const char *const *keys,
                     struct json_object **v, bool *has, size_t n);
 
+/*
+ * Strings that name something (a method, a tool, a type, a version, an
+ * id) are compared whole: json-c keeps a string's length, but C string
+ * functions stop at an embedded U+0000, so "text\u0000x" would read as
+ * "text".  aur__json_name: v's string when v is a string without U+0000,
+ * else NULL (borrowed).  aur__json_str_is: v is a string equal to lit,
+ * byte for byte and length for length.
+ */
+const char *aur__json_name(struct json_object *v);
+bool aur__json_str_is(struct json_object *v, const char *lit);
+
+/* json-c reference counts are not atomic (Debian builds it without
+ * threading): an object shared between threads is only ever read, and a
+ * thread that needs to keep or attach it takes a deep copy (transfer;
+ * NULL for NULL; aborts only when memory runs out). */
+struct json_object *aur__json_copy(struct json_object *v);
+
 #endif

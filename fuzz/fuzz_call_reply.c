@@ -117,10 +117,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct aur_error err;
     int64_t id = -1, rid = -1;
     char *text = NULL, *rtext = NULL;
+    size_t tlen = 0;
 
-    if (!aur__call_reply_scan((const char *)data, size, &id, &text))
+    if (!aur__call_reply_scan((const char *)data, size, &id, &text, &tlen))
         return 0;
-    if (!text)
+    if (!text || tlen != strlen(text))
         abort();
     if (aur__json_parse((const char *)data, size, AUR__JSON_MAX_DEPTH, &msg,
                         &err) != AUR_OK ||

@@ -107,18 +107,25 @@ static const struct aur_transport_ops fake_ops = {
 /* trivial handlers                                                   */
 /* ------------------------------------------------------------------ */
 
-static bool h_ordered(void *ud, const char *method, struct json_object *p)
+static unsigned h_ordered(void *ud, const char *method, struct json_object *p)
 {
     if (!method)
         abort();
-    return strcmp(method, "drop") != 0;
+    return strcmp(method, "drop") != 0 ? 7u : AUR__RPC_DROP;
 }
 
 static void h_notification(void *ud, const char *method,
                            struct json_object *params,
-                           struct json_object *msg)
+                           struct json_object *msg, unsigned stamp)
 {
-    if (!method || !msg)
+    if (!method || !msg || (stamp != 7u && stamp != 1u))
+        abort();
+}
+
+static void h_ended(void *ud, struct json_object *id,
+                    const struct aur__rpc_end *end)
+{
+    if (!id || !end->ended || !end->delivered)
         abort();
 }
 
@@ -273,6 +280,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .notification = h_notification,
         .request = h_request,
         .response = h_response,
+        .ended = h_ended,
         .closed = h_closed,
     };
     struct aur__rpc_limits lim = {.max_pending = MAX_PENDING,
@@ -292,9 +300,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (i = 0; i < AUR__ARRAY_LEN(p); i++, n++) {
         const char *sid = i < N_INT ? NULL : sids[i - N_INT];
+        bool maybe_sent;
         int rc = i < N_INT && i % 2 == 0
                      ? aur__rpc_request_text(r, "tools/call", "{}", 2, true,
-                                             aur__now_ms() + 1000, &p[i], &err)
+                                             aur__now_ms() + 1000, &p[i],
+                                             &maybe_sent, &err)
                      : aur__rpc_request(r, "tools/list", NULL, sid,
                                         aur__now_ms() + 1000, &p[i], &err);
         if (rc != AUR_OK)
@@ -315,7 +325,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     for (i = 0; i < n; i++) {
         struct json_object *reply = NULL;
+        struct aur__rpc_end end;
         char *text = NULL;
+        size_t tlen;
         int rc;
 
         if (i == n - 1) {
@@ -325,7 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         rc = aur__rpc_wait_text(r, p[i], aur__now_ms(), false, &reply, &text,
-                                &err);
+                                &tlen, &end, &err);
         if (rc == AUR_OK && text) {
             int64_t id = json_object_get_int64(ids[i]);
             if (reply || i >= N_INT || i % 2 || !(heard >> id & 1))
@@ -336,6 +348,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         } else if (rc == AUR_E_CLOSED) {
             if (!closed)
+                abort();
+        } else if (rc == AUR_E_PROTOCOL) {
+            /* A refused response that named it ended it, at once. */
+            if (!end.ended || !end.delivered || reply)
                 abort();
         } else if (rc != AUR_E_TIMEOUT || reply) {
             abort();

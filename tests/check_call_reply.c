@@ -94,7 +94,8 @@ START_TEST(scan_table)
     const struct row *r = &rows[_i];
     int64_t id = -5;
     char *text = NULL;
-    bool ok = aur__call_reply_scan(r->in, strlen(r->in), &id, &text);
+    size_t tlen = 0;
+    bool ok = aur__call_reply_scan(r->in, strlen(r->in), &id, &text, &tlen);
 
     if (!r->text) {
         ck_assert_msg(!ok, "row %d: read %s", _i, r->in);
@@ -103,6 +104,7 @@ START_TEST(scan_table)
     }
     ck_assert_msg(ok, "row %d: declined %s", _i, r->in);
     ck_assert_str_eq(text, r->text);
+    ck_assert_uint_eq(tlen, strlen(r->text));
     ck_assert_int_eq(id, r->id);
     free(text);
 }
@@ -131,14 +133,15 @@ START_TEST(only_len_bytes_are_read)
     const char *full = OK("{\"content\":[" TEXT("ab") "]}");
     size_t n = strlen(full);
     char *exact = malloc(n), *text = NULL;
+    size_t tlen;
     int64_t id;
 
     memcpy(exact, full, n);
-    ck_assert(aur__call_reply_scan(exact, n, &id, &text));
+    ck_assert(aur__call_reply_scan(exact, n, &id, &text, &tlen));
     ck_assert_str_eq(text, "ab");
     free(text);
     for (size_t cut = 0; cut < n; cut++)
-        ck_assert_msg(!aur__call_reply_scan(exact, cut, &id, &text),
+        ck_assert_msg(!aur__call_reply_scan(exact, cut, &id, &text, &tlen),
                       "cut at %zu", cut);
     free(exact);
 }

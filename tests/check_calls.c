@@ -109,12 +109,12 @@ static const struct row rows[] = {
      "\"image/png\"},{\"type\":\"audio\",\"data\":\"AA\",\"mimeType\":"
      "\"audio/wav\"},{\"type\":\"text\",\"text\":\"t\"}],"
      "\"structuredContent\":{\"a\":1}}",
-     AUR_CALL_FAILED, "~audio, image"},
+     AUR_CALL_UNKNOWN, "~audio, image"},
     {"modern", "--call-result",
      "{\"content\":[{\"type\":\"resource_link\",\"uri\":\"file:///x\","
      "\"name\":\"x\"},{\"type\":\"resource\",\"resource\":{\"uri\":"
      "\"file:///y\",\"text\":\"y\"}}]}",
-     AUR_CALL_FAILED, "~resource, resource_link"},
+     AUR_CALL_UNKNOWN, "~resource, resource_link"},
     /* isError without the tool contract: the effect is unknown */
     {"modern", "--call-result",
      "{\"content\":[{\"type\":\"text\",\"text\":\"boom\"}],\"isError\":true}",

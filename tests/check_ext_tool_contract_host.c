@@ -202,7 +202,7 @@ static const struct call_row call_rows[] = {
     {true,
      "{\"content\":[{\"type\":\"image\",\"data\":\"AA\",\"mimeType\":"
      "\"image/png\"}]}",
-     AUR_CALL_FAILED, "~image"},
+     AUR_CALL_UNKNOWN, "~image"},
 };
 
 START_TEST(result_mapping)

@@ -179,15 +179,16 @@ static void assert_catalog(struct aur_mcp *h, const char *package,
     }
 }
 
-/* A non-text block: failed, whatever text blocks came with it, and the
- * message ends with the distinct non-text types (after the last ": "),
- * so "image" is told from "image, resource" without pinning prose. */
+/* A non-text block: unknown (the call ran; its result cannot be handed
+ * on), whatever text blocks came with it, and the message ends with the
+ * distinct non-text types (after the last ": "), so "image" is told from
+ * "image, resource" without pinning prose. */
 static void expect_non_text(struct aur_mcp *h, const char *tool,
                             const char *args, const char *types)
 {
     char *c;
     enum aur_call_status s = h_call(h, tool, args, &c);
-    ck_assert_msg(s == AUR_CALL_FAILED, "%s: %s (%s)", tool,
+    ck_assert_msg(s == AUR_CALL_UNKNOWN, "%s: %s (%s)", tool,
                   aur_call_status_word(s), c);
     const char *tail = NULL;
     for (const char *p = strstr(c, ": "); p; p = strstr(p + 1, ": "))
@@ -336,7 +337,7 @@ START_TEST(everything_content_types)
              "Echo: hi there");
     h_expect(h, ALL("get-sum"), "{\"a\":2,\"b\":40}", AUR_CALL_SUCCEEDED,
              "The sum of 2 and 40 is 42.");
-    /* text + image + text: failed, never the text alone */
+    /* text + image + text: unknown, never the text alone */
     expect_non_text(h, ALL("get-tiny-image"), "{}", "image");
     h_expect(h, ALL("get-structured-content"), "{\"location\":\"Chicago\"}",
              AUR_CALL_SUCCEEDED,
@@ -355,14 +356,18 @@ START_TEST(everything_content_types)
     expect_non_text(h, ALL("get-resource-reference"),
                     "{\"resourceType\":\"Blob\"}", "resource");
 
-    /* SDK v1's McpServer wraps its own rejections (-32601 task-only tool,
-     * -32602 bad arguments) into isError results, so without a tool
-     * contract they are unknown, not failed */
+    /* A task-only tool (execution.taskSupport "required") is refused
+     * before it is sent: the host speaks no tasks, so sending could only
+     * end unknown.  The server never sees it. */
     ck_assert_int_eq(h_call(h, ALL("simulate-research-query"),
                             "{\"topic\":\"x\"}", &c),
-                     AUR_CALL_UNKNOWN);
+                     AUR_CALL_FAILED);
     ck_assert_ptr_nonnull(strstr(c, "taskSupport"));
+    ck_assert_ptr_nonnull(strstr(c, "not sent"));
     free(c);
+    /* SDK v1's McpServer wraps its own rejections (-32602 bad arguments)
+     * into isError results, so without a tool contract they are unknown,
+     * not failed */
     ck_assert_int_eq(h_call(h, ALL("echo"), "{}", &c), AUR_CALL_UNKNOWN);
     ck_assert_ptr_nonnull(strstr(c, "Input validation error"));
     free(c);

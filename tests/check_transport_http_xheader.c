@@ -243,7 +243,10 @@ START_TEST(xh_unsendable_values)
         struct json_object *m = req("u", "tools/call");
         snprintf(p, sizeof p, "{\"name\":\"t_ok\",\"arguments\":%s}", bad[i]);
         json_object_object_add(m, "params", json_tokener_parse(p));
-        ck_assert_int_eq(OPS->send(c, m, t_now() + 2000, &err), AUR_E_INVAL);
+        /* Refused before any byte left: the call is provably not sent. */
+        ck_assert_int_eq(OPS->send(c, m, t_now() + 2000, &err),
+                         AUR_E_NOT_SENT);
+        ck_assert_int_eq(err.detail, AUR_E_INVAL);
         json_object_put(m);
         ck_assert_ptr_nonnull(strstr(err.msg, "cannot be sent in Mcp-Param-"));
         ck_assert_ptr_null(strstr(err.msg, "900719925474099"));
@@ -254,7 +257,8 @@ START_TEST(xh_unsendable_values)
              "{\"name\":\"t_ok\",\"arguments\":{\"region\":\"%09000d\"}}", 1);
     struct json_object *m = req("u", "tools/call");
     json_object_object_add(m, "params", json_tokener_parse(big));
-    ck_assert_int_eq(OPS->send(c, m, t_now() + 2000, &err), AUR_E_LIMIT);
+    ck_assert_int_eq(OPS->send(c, m, t_now() + 2000, &err), AUR_E_NOT_SENT);
+    ck_assert_int_eq(err.detail, AUR_E_LIMIT);
     json_object_put(m);
     ck_assert_ptr_nonnull(strstr(err.msg, "too long"));
     sleep_ms(200);

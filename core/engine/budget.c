@@ -117,7 +117,7 @@ void aur__call_result_budget(const struct aur__app *app,
                              struct aur_tool_output *out)
 {
     int64_t max = app->cfg->budgets.result_bytes;
-    size_t len = out->content ? strlen(out->content) : 0;
+    size_t len = out->content ? out->content_len : 0;
     char *text = NULL;
     int n;
 
@@ -138,4 +138,5 @@ void aur__call_result_budget(const struct aur__app *app,
     out->content = n >= 0 ? text : NULL;
     if (!out->content)
         out->content = strdup("MCP tool result is over max_result_bytes");
+    out->content_len = out->content ? strlen(out->content) : 0;
 }

@@ -34,15 +34,17 @@ static void set_out(struct aur_tool_output *out, enum aur_call_status s,
         free(text);
         out->content = strdup(s == AUR_CALL_SUCCEEDED ? "ok" : "no detail");
     }
+    out->content_len = out->content ? strlen(out->content) : 0;
 }
 
-/* Take ownership of text as the content. */
+/* Take ownership of text (len bytes, NUL-terminated) as the content. */
 static void set_out_take(struct aur_tool_output *out, enum aur_call_status s,
-                         char *text)
+                         char *text, size_t len)
 {
     free(out->content);
     out->status = s;
     out->content = text;
+    out->content_len = len;
 }
 
 /*
@@ -175,16 +177,26 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->p[b->n] = '\0';
 }
 
-/* §7.4 error text: the non-empty text blocks, else structuredContent,
- * else a fixed text. */
-static char *error_text(struct json_object *content, struct json_object *sc)
+/* A text of n bytes (U+0000 allowed) is blank: whitespace only. */
+static bool blank_n(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && (s[i] < '\t' || s[i] > '\r'))
+            return false;
+    return true;
+}
+
+/* §7.4 error text (*len its bytes): the non-empty text blocks, else
+ * structuredContent, else a fixed text. */
+static char *error_text(struct json_object *content, struct json_object *sc,
+                        size_t *len)
 {
     size_t n = json_object_array_length(content);
     struct sbuf b = {0};
     for (size_t i = 0; i < n; i++) {
         struct json_object *o = json_object_array_get_idx(content, i), *ty, *tx;
         if (json_object_object_get_ex(o, "type", &ty) &&
-            strcmp(json_object_get_string(ty), "text") == 0 &&
+            aur__json_str_is(ty, "text") &&
             json_object_object_get_ex(o, "text", &tx) &&
             json_object_get_string_len(tx) > 0) {
             if (b.n)
@@ -193,14 +205,17 @@ static char *error_text(struct json_object *content, struct json_object *sc)
                    (size_t)json_object_get_string_len(tx));
         }
     }
-    if (b.p && !aur__is_blank(b.p))
+    if (b.p && !blank_n(b.p, b.n)) {
+        *len = b.n;
         return b.p;
+    }
     free(b.p);
     if (sc) {
         char *canon = NULL;
-        if (aur__json_canonical(sc, &canon, NULL, NULL) == AUR_OK)
+        if (aur__json_canonical(sc, &canon, len, NULL) == AUR_OK)
             return canon;
     }
+    *len = strlen("MCP server returned isError");
     return strdup("MCP server returned isError");
 }
 
@@ -215,7 +230,7 @@ static char *unsupported_types(struct json_object *content)
         bool dup = false;
         json_object_object_get_ex(json_object_array_get_idx(content, i), "type",
                                   &ty);
-        s = json_object_get_string(ty);
+        s = json_object_get_string(ty); /* a name: shape_problem said so */
         if (strcmp(s, "text") == 0)
             continue;
         for (size_t k = 0; k < nt; k++)
@@ -243,7 +258,8 @@ static char *unsupported_types(struct json_object *content)
 
 #define NO_TEXT "MCP tool completed but returned no text content"
 
-static char *success_text(struct json_object *content)
+/* The non-blank texts joined by "\n" (*len its bytes), or NO_TEXT. */
+static char *success_text(struct json_object *content, size_t *len)
 {
     size_t n = json_object_array_length(content);
     struct sbuf b = {0};
@@ -252,7 +268,8 @@ static char *success_text(struct json_object *content)
         struct json_object *tx;
         json_object_object_get_ex(json_object_array_get_idx(content, i), "text",
                                   &tx);
-        if (aur__is_blank(json_object_get_string(tx)))
+        if (blank_n(json_object_get_string(tx),
+                    (size_t)json_object_get_string_len(tx)))
             continue;
         if (!first)
             sb_add(&b, "\n", 1);
@@ -260,8 +277,11 @@ static char *success_text(struct json_object *content)
                (size_t)json_object_get_string_len(tx));
         first = false;
     }
-    if (b.p)
+    if (b.p) {
+        *len = b.n;
         return b.p;
+    }
+    *len = strlen(NO_TEXT);
     return strdup(NO_TEXT);
 }
 
@@ -281,9 +301,10 @@ static const char *shape_problem(struct json_object *content,
         if (!json_object_is_type(b, json_type_object))
             return "a content block has no type";
         aur__json_pick(b, keys, m, NULL, 2);
-        if (!json_object_is_type(m[0], json_type_string))
+        /* A type holding U+0000 is no type: "text\u0000x" is not text. */
+        if (!aur__json_name(m[0]))
             return "a content block has no type";
-        if (strcmp(json_object_get_string(m[0]), "text") == 0 &&
+        if (aur__json_str_is(m[0], "text") &&
             !json_object_is_type(m[1], json_type_string))
             return "a text block has no text";
     }
@@ -312,18 +333,17 @@ static void map_result(struct aur__tool *t, struct json_object *res,
     aur__json_pick(res, keys, m, has, 4);
     rt = m[0], content = m[1], sc = m[3];
     if (has[0]) {
-        const char *s = json_object_get_string(rt);
         if (!json_object_is_type(rt, json_type_string)) {
             set_out(out, AUR_CALL_UNKNOWN, "MCP call result cannot be "
                     "confirmed: resultType is not a string");
             return;
         }
-        if (strcmp(s, "input_required") == 0) {
+        if (aur__json_str_is(rt, "input_required")) {
             set_out(out, AUR_CALL_UNKNOWN, "MCP tool requested input_required; "
                     "the effect of this call cannot be confirmed");
             return;
         }
-        if (strcmp(s, "complete") != 0) {
+        if (!aur__json_str_is(rt, "complete")) {
             set_out(out, AUR_CALL_UNKNOWN, "MCP tool returned a result of an "
                     "extension that is not enabled; the effect cannot be "
                     "confirmed");
@@ -364,38 +384,51 @@ static void map_result(struct aur__tool *t, struct json_object *res,
     if (base == AUR_OUTCOME_UNKNOWN || base == AUR_OUTCOME_FAILED) {
         enum aur_call_status s =
             base == AUR_OUTCOME_UNKNOWN ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED;
-        if (ext_msg[0] && ext_out == base)
+        size_t len;
+        if (ext_msg[0] && ext_out == base) {
             set_out(out, s, "%s", ext_msg);
-        else
-            set_out_take(out, s, error_text(content, sc));
+        } else {
+            char *text = error_text(content, sc, &len);
+            set_out_take(out, s, text, len);
+        }
         return;
     }
+    /* From here the server said the call succeeded: what the host cannot
+     * hand on makes it unknown, never failed (the call ran). */
     char *types = unsupported_types(content);
     if (types) {
-        set_out(out, AUR_CALL_FAILED, "MCP tool returned content types the "
-                "transcript does not support: %s", types);
+        set_out(out, AUR_CALL_UNKNOWN, "MCP tool returned content the host "
+                "does not support; the call ran, but its effect cannot be "
+                "confirmed: %s", types);
         free(types);
         return;
     }
     if (sc) {
         char *canon = NULL;
+        size_t len = 0;
         struct aur_error err;
-        if (aur__json_canonical(sc, &canon, NULL, &err) != AUR_OK) {
-            set_out(out, AUR_CALL_FAILED,
-                    "MCP structuredContent cannot be serialised: %s", err.msg);
+        if (aur__json_canonical(sc, &canon, &len, &err) != AUR_OK) {
+            set_out(out, AUR_CALL_UNKNOWN,
+                    "MCP structuredContent is not supported by the host (%s): "
+                    "the call ran, its result cannot be shown, so its effect "
+                    "cannot be confirmed", err.msg);
             return;
         }
-        set_out_take(out, AUR_CALL_SUCCEEDED, canon);
+        set_out_take(out, AUR_CALL_SUCCEEDED, canon, len);
         return;
     }
-    set_out_take(out, AUR_CALL_SUCCEEDED, success_text(content));
+    size_t len;
+    char *text = success_text(content, &len);
+    set_out_take(out, AUR_CALL_SUCCEEDED, text, len);
 }
 
-static void map_rpc_error(struct json_object *reply,
+/* A JSON-RPC error the server sent (with the HTTP status it came with,
+ * 0 = none): the server's words, never a host fact. */
+static void map_rpc_error(struct json_object *reply, int http_status,
                           struct aur_tool_output *out)
 {
     struct json_object *e = NULL, *c = NULL, *m = NULL;
-    char msg[200] = "";
+    char msg[200] = "", via[32] = "";
     int code;
     json_object_object_get_ex(reply, "error", &e);
     json_object_object_get_ex(e, "code", &c);
@@ -403,18 +436,17 @@ static void map_rpc_error(struct json_object *reply,
     code = json_object_is_type(c, json_type_int) ? json_object_get_int(c) : 0;
     if (json_object_is_type(m, json_type_string))
         snprintf(msg, sizeof msg, "%s", json_object_get_string(m));
-    int status;
-    bool delivered;
-    if (aur__transport_marker(e, &status, &delivered) && !delivered)
-        set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", msg);
-    else if (code == -32602 || code == -32601)
+    if (http_status)
+        snprintf(via, sizeof via, " (HTTP %d)", http_status);
+    if (code == -32602 || code == -32601)
         set_out(out, AUR_CALL_FAILED,
-                "MCP server explicitly rejected the call: %d %s", code, msg);
+                "MCP server explicitly rejected the call: %d %s%s", code, msg,
+                via);
     else
         set_out(out, AUR_CALL_UNKNOWN,
                 "MCP server error; the effect of the call cannot be "
-                "confirmed: %d %s",
-                code, msg);
+                "confirmed: %d %s%s",
+                code, msg, via);
 }
 
 /*
@@ -428,7 +460,7 @@ static void map_rpc_error(struct json_object *reply,
 static int send_call(struct aur__app *app, struct aur__rpc *rpc,
                      struct aur__tool *t, struct json_object *args,
                      bool text_ok, aur_deadline dl, struct aur__pending **p,
-                     struct aur_error *err)
+                     bool *maybe_sent, struct aur_error *err)
 {
     static const char k_name[] = "{\"name\":\"", k_args[] = "\",\"arguments\":",
                       k_meta[] = ",\"_meta\":";
@@ -437,6 +469,7 @@ static int send_call(struct aur__app *app, struct aur__rpc *rpc,
     size_t alen = 2, nlen = strlen(t->raw_name), mlen = 0, n;
     int rc;
 
+    *maybe_sent = false;
     if (args && (rc = aur__json_canonical(args, &argtext, &alen, err)) != AUR_OK)
         return rc;
     if (argtext)
@@ -463,7 +496,7 @@ static int send_call(struct aur__app *app, struct aur__rpc *rpc,
     *w = '\0';
     free(argtext);
     rc = aur__rpc_request_text(rpc, "tools/call", params, n, text_ok, dl, p,
-                               err);
+                               maybe_sent, err);
     if (params != local)
         free(params);
     return rc;
@@ -478,14 +511,49 @@ static bool reply_as_text_ok(const struct aur__app *app)
     return true;
 }
 
+/* A call that ended without a response of its own, by what the
+ * transport knows of it (end) or this layer's rc. */
+static void map_no_reply(struct aur__rpc *rpc, struct aur__pending *p, int rc,
+                         const struct aur__rpc_end *end,
+                         const struct aur_error *err,
+                         struct aur_tool_output *out)
+{
+    if (end->ended && !end->delivered) {
+        set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", end->msg);
+        return;
+    }
+    if (end->ended) {
+        set_out(out, AUR_CALL_UNKNOWN, "MCP call got no response (%s); its "
+                "effect is unknown", end->msg);
+        return;
+    }
+    switch (rc) {
+    case AUR_E_TIMEOUT:
+        aur__rpc_abandon(rpc, p, true);
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP call timed out; its effect is unknown");
+        return;
+    case AUR_E_CANCELLED:
+        set_out(out, AUR_CALL_UNKNOWN, "MCP host shut down while the call was "
+                "in flight; its effect is unknown");
+        return;
+    default:
+        set_out(out, AUR_CALL_UNKNOWN,
+                "MCP connection lost; the effect of the call is unknown (%s)",
+                err->msg);
+    }
+}
+
 static void call_app(struct aur__tool *t, struct json_object *args,
                      int64_t timeout_ms, struct aur_tool_output *out)
 {
     struct aur__app *app = t->app;
     static const char *const reply_keys[] = {"error", "result"};
     struct json_object *reply = NULL, *res, *m[2];
+    struct aur__rpc_end end;
     char *text = NULL;
-    bool has[2];
+    size_t tlen = 0;
+    bool has[2], maybe_sent;
     struct aur__pending *p = NULL;
     struct aur__rpc *rpc = NULL;
     struct aur_error err;
@@ -510,42 +578,36 @@ static void call_app(struct aur__tool *t, struct json_object *args,
         timeout_ms = app->cfg->timeout_ms;
     dl = aur__now_ms() + timeout_ms;
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
-    rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p, &err);
+    rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p,
+                   &maybe_sent, &err);
     if (rc != AUR_OK) {
-        /* A transport only fails send when no whole message left. */
-        set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);
+        /* Only a send that provably wrote nothing is "not sent". */
+        if (maybe_sent)
+            set_out(out, AUR_CALL_UNKNOWN, "MCP call may have been partly "
+                    "sent (%s); its effect is unknown", err.msg);
+        else
+            set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);
         goto out;
     }
-    rc = aur__rpc_wait_text(rpc, p, dl, true, &reply, &text, &err);
-    switch (rc) {
-    case AUR_OK:
-        break;
-    case AUR_E_TIMEOUT:
-        aur__rpc_abandon(rpc, p, true);
-        set_out(out, AUR_CALL_UNKNOWN,
-                "MCP call timed out; its effect is unknown");
-        goto out;
-    case AUR_E_CANCELLED:
-        set_out(out, AUR_CALL_UNKNOWN, "MCP host shut down while the call was "
-                "in flight; its effect is unknown");
-        goto out;
-    default:
-        set_out(out, AUR_CALL_UNKNOWN,
-                "MCP connection lost; the effect of the call is unknown");
+    rc = aur__rpc_wait_text(rpc, p, dl, true, &reply, &text, &tlen, &end,
+                            &err);
+    if (rc != AUR_OK) {
+        map_no_reply(rpc, p, rc, &end, &err, out);
         goto out;
     }
     if (text) { /* a plain success, read from the text */
-        if (!*text) {
+        if (!tlen) {
             free(text);
             text = strdup(NO_TEXT);
+            tlen = strlen(NO_TEXT);
         }
-        set_out_take(out, AUR_CALL_SUCCEEDED, text);
+        set_out_take(out, AUR_CALL_SUCCEEDED, text, tlen);
         goto mapped;
     }
     aur__json_pick(reply, reply_keys, m, has, 2);
     res = m[1];
     if (has[0])
-        map_rpc_error(reply, out);
+        map_rpc_error(reply, end.http_status, out);
     else if (json_object_is_type(res, json_type_object))
         map_result(t, res, out);
     else
@@ -574,6 +636,8 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
         t->fn(t->ud, args, out);
         if (!out->content || aur__is_blank(out->content))
             set_out(out, out->status, "builtin tool returned no content");
+        else if (!out->content_len)
+            out->content_len = strlen(out->content);
         /* A list the builtin left unset is the tool's default (none). */
         if (!out->observe) {
             out->observe = t->view->observe;
@@ -589,6 +653,13 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
     if (resolve_scopes(t, args, out, &err) != AUR_OK) {
         set_out(out, AUR_CALL_FAILED, "MCP tool scope resolution failed: %s",
                 err.msg);
+        return;
+    }
+    if (t->task_required) {
+        /* The host speaks no tasks: such a call could only end unknown. */
+        set_out(out, AUR_CALL_FAILED, "MCP tool requires task-based execution "
+                "(execution.taskSupport = required), which this host does not "
+                "support; the call was not sent");
         return;
     }
     call_app(t, args, timeout_ms, out);

@@ -396,7 +396,7 @@ static bool id_value(struct scan *sc, int64_t *id)
 }
 
 bool aur__call_reply_scan(const char *buf, size_t len, int64_t *id,
-                          char **text)
+                          char **text, size_t *text_len)
 {
     struct scan sc = {(const unsigned char *)buf, len, 0, NULL, 0};
     bool has_v = false, has_id = false, has_res = false;
@@ -436,6 +436,7 @@ bool aur__call_reply_scan(const char *buf, size_t len, int64_t *id,
         goto decline;
     sc.out[sc.len] = '\0';
     *text = sc.out;
+    *text_len = sc.len;
     return true;
 decline:
     free(sc.out);

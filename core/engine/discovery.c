@@ -8,14 +8,14 @@
  */
 #include "aur_setup.h"
 
+#include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "jsonx.h"
 #include "log.h"
 #include "names.h"
 
 #include <json-c/json.h>
-
-#define LISTEN_ID "aur-listen-1"
 
 int aur__app_listen(struct aur__app *app, aur_deadline dl,
                     struct aur_error *err)
@@ -25,8 +25,11 @@ int aur__app_listen(struct aur__app *app, aur_deadline dl,
 
     if (!app->modern) {
         /* Legacy servers push notifications/tools/list_changed on the
-         * session unasked; the route is already in place. */
-        return AUR_OK;
+         * session unasked, on a channel the transport may still have to
+         * establish (legacy HTTP: the standalone GET stream): wait for it,
+         * so no change during the listing can be missed. */
+        rc = aur__rpc_listen(app->rpc, dl, err);
+        return rc == AUR_DECLINE ? AUR_OK : rc;
     }
     /* A server that does not advertise tools.listChanged has promised a
      * static catalog: there is nothing to subscribe to. */
@@ -36,7 +39,6 @@ int aur__app_listen(struct aur__app *app, aur_deadline dl,
         !json_object_is_type(lc, json_type_boolean))
         return AUR_OK;
 
-    snprintf(app->listen_id, sizeof app->listen_id, LISTEN_ID);
     params = json_object_new_object();
     filter = json_object_new_object();
     json_object_object_add(filter, "toolsListChanged",
@@ -64,6 +66,9 @@ int aur__app_listen(struct aur__app *app, aur_deadline dl,
             rc = aur_fail(err, AUR_E_PROTOCOL, 0,
                           "server did not accept the tools list-changed "
                           "subscription");
+    } else if (app->listen_error && app->listen_end) {
+        rc = aur_fail(err, AUR_E_PROTOCOL, 0, "subscriptions/listen: %s",
+                      app->listen_end);
     } else if (app->listen_error) {
         rc = aur_fail(err, AUR_E_RPC, app->listen_error,
                       "subscriptions/listen: JSON-RPC error %d",
@@ -103,15 +108,32 @@ static void free_tools(struct aur__app *app)
     app->ntools = 0;
 }
 
-static char *strip_dup(const char *s)
+/* s[0..n) without surrounding whitespace, as a new string (*len its
+ * bytes, which may hold U+0000). */
+static char *strip_dup(const char *s, size_t n, size_t *len)
 {
-    const char *e;
-    while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+    const char *e = s + n;
+    char *d;
+    while (s < e && (*s == ' ' || (*s >= '\t' && *s <= '\r')))
         s++;
-    e = s + strlen(s);
     while (e > s && (e[-1] == ' ' || (e[-1] >= '\t' && e[-1] <= '\r')))
         e--;
-    return strndup(s, (size_t)(e - s));
+    *len = (size_t)(e - s);
+    if ((d = malloc(*len + 1))) {
+        memcpy(d, s, *len);
+        d[*len] = '\0';
+    }
+    return d;
+}
+
+/* execution.taskSupport is "required": the tool only runs as a task,
+ * which this host does not speak. */
+static bool needs_task(struct json_object *tj)
+{
+    struct json_object *ex, *ts;
+    return json_object_object_get_ex(tj, "execution", &ex) &&
+           json_object_object_get_ex(ex, "taskSupport", &ts) &&
+           aur__json_str_is(ts, "required");
 }
 
 static struct json_object *default_scopes(const char *package)
@@ -198,7 +220,12 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
     if (!json_object_object_get_ex(tj, "name", &name) ||
         !json_object_is_type(name, json_type_string))
         return aur_fail(err, AUR_E_CATALOG, 0, "a tool has no string name");
-    raw = json_object_get_string(name);
+    /* A name holding U+0000 is no name: it must not freeze as its
+     * prefix. */
+    if (!(raw = aur__json_name(name)))
+        return aur_fail(err, AUR_E_CATALOG, 0,
+                        "tool name contains U+0000: %s/%.80s", pkg,
+                        json_object_get_string(name));
     if (!aur__valid_raw_name(raw))
         return aur_fail(err, AUR_E_CATALOG, 0,
                         "tool name cannot form a valid Aurora tool id: "
@@ -210,8 +237,7 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
     if (!json_object_object_get_ex(tj, "inputSchema", &schema) ||
         !json_object_is_type(schema, json_type_object) ||
         !json_object_object_get_ex(schema, "type", &type) ||
-        !json_object_is_type(type, json_type_string) ||
-        strcmp(json_object_get_string(type), "object") != 0)
+        !aur__json_str_is(type, "object"))
         return aur_fail(err, AUR_E_CATALOG, 0,
                         "tool input schema must be an object schema: "
                         "aur.mcp.%s.%s",
@@ -233,11 +259,15 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
     t->raw_name = strdup(raw);
     if (json_object_object_get_ex(tj, "description", &desc) &&
         json_object_is_type(desc, json_type_string))
-        t->description = strip_dup(json_object_get_string(desc));
-    if (!t->description || !*t->description) {
+        t->description = strip_dup(json_object_get_string(desc),
+                                   (size_t)json_object_get_string_len(desc),
+                                   &t->description_len);
+    if (!t->description || !t->description_len) {
         free(t->description);
         t->description = aur__strdup_printf("MCP tool: %s", raw);
+        t->description_len = strlen(t->description);
     }
+    t->task_required = needs_task(tj);
     t->schema = json_object_get(schema);
 
     /* Tools whose scopes are the App's defaults share one read-only
@@ -287,41 +317,53 @@ static int64_t changes_now(struct aur__app *app)
     return c;
 }
 
+/*
+ * The cursors a pass has seen, as 64-bit hashes of their bytes: a cursor
+ * is opaque and may be large, and only the one in use is kept whole.  A
+ * repeat is what the check is for; two different cursors sharing a hash
+ * (odds about n^2 / 2^65) would be taken for one.
+ */
 struct cursors {
-    char **v;
-    size_t n;
+    uint64_t *h;
+    size_t n, cap;
 };
 
-static bool cursors_seen_add(struct cursors *c, const char *s)
+static uint64_t bytes_hash(const char *s, size_t n)
 {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* true: seen before (or no memory to remember it: paging stops). */
+static bool cursors_seen_add(struct cursors *c, const char *s, size_t n)
+{
+    uint64_t h = bytes_hash(s, n);
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->v[i], s) == 0)
+        if (c->h[i] == h)
             return true;
-    char **g = realloc(c->v, (c->n + 1) * sizeof *g);
-    if (g) {
-        c->v = g;
-        c->v[c->n++] = strdup(s);
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        uint64_t *g = realloc(c->h, cap * sizeof *g);
+        if (!g)
+            return true;
+        c->h = g;
+        c->cap = cap;
     }
+    c->h[c->n++] = h;
     return false;
 }
 
-static void cursors_free(struct cursors *c)
-{
-    for (size_t i = 0; i < c->n; i++)
-        free(c->v[i]);
-    free(c->v);
-    c->v = NULL;
-    c->n = 0;
-}
-
-/* One full pass over every page.  *stale = a change arrived meanwhile. */
+/* One full pass over every page.  *stale = a change arrived meanwhile;
+ * *began = the change count the pass began with. */
 static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
-                    struct aur_error *err)
+                    int64_t *began, struct aur_error *err)
 {
     struct cursors seen = {0};
     struct name_set names = {0};
     struct json_object *defaults = default_scopes(app->cfg->package);
-    char *cursor = NULL;
+    struct json_object *cursor = NULL; /* the next page's, a copy */
     int64_t before = changes_now(app);
     int pages = 0, rc = AUR_OK;
 
@@ -333,14 +375,17 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         struct json_object *tools, *next;
 
         if (++pages > app->mcp->cfg->max_pages) {
+            json_object_put(params);
             rc = aur_fail(err, AUR_E_LIMIT, 0, "too many tools/list pages "
                           "(more than %d)", app->mcp->cfg->max_pages);
             break;
         }
         if (cursor)
-            json_object_object_add(params, "cursor",
-                                   json_object_new_string(cursor));
-        rc = aur__app_call(app, "tools/list", params, NULL, dl, &res, err);
+            json_object_object_add(params, "cursor", cursor);
+        cursor = NULL;
+        AUR_PERTURB("discovery.page");
+        rc = aur__app_call(app, "tools/list", params, NULL, dl, &res, NULL,
+                           err);
         if (rc != AUR_OK) {
             json_object_put(res);
             break;
@@ -356,18 +401,19 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         for (size_t i = 0; i < n && rc == AUR_OK; i++)
             rc = bind_tool(app, &names, defaults,
                            json_object_array_get_idx(tools, i), err);
-        free(cursor);
-        cursor = NULL;
         if (rc == AUR_OK && json_object_object_get_ex(res, "nextCursor", &next) &&
             next) {
+            const char *cs = json_object_get_string(next);
+            size_t cl = (size_t)json_object_get_string_len(next);
             if (!json_object_is_type(next, json_type_string)) {
                 rc = aur_fail(err, AUR_E_PROTOCOL, 0,
                               "tools/list nextCursor is not a string");
-            } else if (cursors_seen_add(&seen, json_object_get_string(next))) {
+            } else if (cursors_seen_add(&seen, cs, cl)) {
                 rc = aur_fail(err, AUR_E_PROTOCOL, 0,
                               "tools/list returned a repeated cursor");
             } else {
-                cursor = strdup(json_object_get_string(next));
+                /* Every byte, U+0000 included: it goes back as it came. */
+                cursor = json_object_new_string_len(cs, (int)cl);
             }
         }
         json_object_put(res);
@@ -378,25 +424,35 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         if (changes_now(app) != before)
             break; /* no point reading the rest of a stale catalog */
     }
-    free(cursor);
-    cursors_free(&seen);
+    json_object_put(cursor);
+    free(seen.h);
     free(names.slot);
     json_object_put(defaults); /* the tools hold their references */
     *stale = changes_now(app) != before;
+    *began = before;
     return rc;
 }
 
-int aur__app_list_tools(struct aur__app *app, aur_deadline dl,
+int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
                         struct aur_error *err)
 {
     int max_relist = app->mcp->cfg->max_relist;
-    for (int attempt = 0; attempt <= max_relist; attempt++) {
+    for (;;) {
         bool stale = false;
-        int rc = one_pass(app, dl, &stale, err);
+        int64_t began;
+        int rc = one_pass(app, dl, &stale, &began, err);
         if (rc != AUR_OK && !stale)
             return rc;
-        if (!stale)
+        if (!stale) {
+            /* Any change from here on, however late, is seen against
+             * this count: by the freeze, or after it as a restart. */
+            pthread_mutex_lock(&app->mu);
+            app->listed_changes = began;
+            pthread_mutex_unlock(&app->mu);
             return AUR_OK;
+        }
+        if (++*relists > max_relist)
+            break;
         aur__log(AUR_LOG_INFO, app->tag,
                  "tool catalog changed during startup; paging again");
     }

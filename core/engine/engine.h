@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "config.h"
+#include "jsonx.h"
 #include "loader.h"
 #include "rpc.h"
 
@@ -55,6 +56,8 @@ struct aur__tool {
     char *id;
     char *raw_name;
     char *description;
+    size_t description_len; /* may hold U+0000 */
+    bool task_required; /* execution.taskSupport "required": not callable */
     struct json_object *schema;
     struct json_object *scopes; /* {"observe":[..],"publish":[..]} templates */
     const struct aur__scope_view *view; /* of scopes; set at freeze */
@@ -104,11 +107,14 @@ struct aur__app {
     bool listen_acked;         /* (mu) */
     struct json_object *listen_honoured; /* (mu) */
     int listen_error;          /* (mu) JSON-RPC code of a listen error */
-    int64_t listed_changes;    /* (mu) changes when the clean pass ended */
+    char *listen_end;          /* (mu) why the listen request ended */
+    int64_t listed_changes;    /* (mu) changes when the clean pass began */
     bool activated;            /* (mu) events and runtime signals flow */
     bool closing;              /* (mu) late signals are ignored */
     int inflight;              /* (mu) calls using rpc right now */
     bool opened;
+    bool listed;  /* (mcp->mu) a clean pass is in, waiting for the freeze */
+    bool frozen;  /* (mcp->mu) its catalog is part of the frozen registry */
 
     /* startup result (its own thread, read after join) */
     bool began;
@@ -150,6 +156,8 @@ struct aur_mcp {
     bool interrupted;   /* aur_mcp_cancel was called */
     int running;        /* Apps inside their startup transaction */
     int failures;
+    size_t listed;      /* Apps whose clean pass waits for the freeze */
+    bool freeze_done;   /* the registry froze: no App lists again */
 };
 
 /* hostsvc.c: fill mcp->host. */
@@ -165,16 +173,21 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
 struct json_object *aur__app_envelope(struct aur__app *app);
 /* Send a request and wait for its result.  *result (transfer) is the
  * "result" member; a JSON-RPC error becomes AUR_E_RPC with its code in
- * err->detail.  Modern requests get the envelope added to params. */
+ * err->detail and the error object in *result.  end (may be NULL): what
+ * the transport knows of how it travelled (rpc.h).  Modern requests get
+ * the envelope added to params. */
 int aur__app_call(struct aur__app *app, const char *method,
                   struct json_object *params, const char *sid,
                   aur_deadline dl, struct json_object **result,
-                  struct aur_error *err);
+                  struct aur__rpc_end *end, struct aur_error *err);
 
-/* discovery.c: phases catalog/listen and tools/list for one App. */
+/* discovery.c: phases catalog/listen and tools/list for one App.
+ * list_tools pages until a pass sees no change (at most max_relist
+ * passes in all, *relists counts them across calls) and sets
+ * app->listed_changes to the change count the clean pass began with. */
 int aur__app_listen(struct aur__app *app, aur_deadline dl,
                     struct aur_error *err);
-int aur__app_list_tools(struct aur__app *app, aur_deadline dl,
+int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
                         struct aur_error *err);
 void aur__tool_free(struct aur__tool *t);
 
@@ -226,16 +239,6 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct json_object *args, int64_t timeout_ms,
                     struct aur_tool_output *out);
 
-/* The transport marker on a synthesised JSON-RPC error (transport-http):
- * error.data["org.aurorabot/transport"] = {"http_status", "delivered"}.
- * Returns false when err_obj carries none. */
-bool aur__transport_marker(struct json_object *err_obj, int *http_status,
-                           bool *delivered);
-
-/* json-c reference counts are not atomic (Debian builds it without
- * threading): an object shared between threads is only ever read, and a
- * thread that needs to keep or attach it takes a deep copy. */
-struct json_object *aur__json_copy(struct json_object *v);
 
 /* Small helpers (util.c). */
 char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);

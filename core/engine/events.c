@@ -5,11 +5,26 @@
  *
  * One notification reaches exactly one handler: a method an extension
  * lists goes to that extension only; the core handles the rest.
+ *
+ * What was true when a notification arrived is decided when it arrived,
+ * on the transport's thread (on_ordered), not when the dispatch thread
+ * gets to it: an event that arrived before activation stays refused
+ * however long the queue was, and one that arrived before close began is
+ * still handled while close drains the queue.
  */
+
+/* Arrival stamps (handlers.ordered). */
+enum {
+    STAMP_SEEN = 1u,   /* non-zero: keep it */
+    STAMP_ACTIVE = 2u, /* the App was activated and not closing */
+    STAMP_COMMIT = 4u, /* this change is the one that needs a commit */
+};
 #include "aur_setup.h"
 
+#include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "jsonx.h"
 #include "log.h"
 
 #include <json-c/json.h>
@@ -23,10 +38,10 @@ static struct json_object *frozen_ids(struct aur__app *app)
     return a;
 }
 
+/* listen_id is laid down before the connection opens (negotiate.c). */
 static bool is_listen_id(struct aur__app *app, struct json_object *id)
 {
-    return app->listen_id[0] && json_object_is_type(id, json_type_string) &&
-           strcmp(json_object_get_string(id), app->listen_id) == 0;
+    return aur__json_str_is(id, app->listen_id);
 }
 
 static struct json_object *subscription_id(struct json_object *params)
@@ -39,32 +54,44 @@ static struct json_object *subscription_id(struct json_object *params)
     return NULL;
 }
 
-/* Counted on the transport's thread (see ordered below), so a change
- * sent before a tools/list response is seen before that response. */
-static bool count_change(struct aur__app *app, struct json_object *params)
+/* Wake whoever waits for the freeze (startup.c): an App that listed
+ * cleanly must hear that its catalog changed.  Never with app->mu held. */
+static void wake_freeze(struct aur__app *app)
 {
-    bool commit = false;
+    pthread_mutex_lock(&app->mcp->mu);
+    pthread_cond_broadcast(&app->mcp->cv);
+    pthread_mutex_unlock(&app->mcp->mu);
+}
 
+/* On the transport's thread (see on_ordered), so a change sent before a
+ * tools/list response is counted before that response is seen.  Returns
+ * the notification's stamp. */
+static unsigned count_change(struct aur__app *app, struct json_object *params)
+{
+    unsigned stamp = STAMP_SEEN;
+    struct json_object *sid = subscription_id(params);
+
+    pthread_mutex_lock(&app->mu);
     /* Modern servers only push on our subscription; a list_changed for
      * another subscription is not ours to count. */
-    if (app->modern) {
-        struct json_object *sid = subscription_id(params);
-        if (sid && !is_listen_id(app, sid))
-            return false;
+    if (app->modern && sid && !is_listen_id(app, sid)) {
+        pthread_mutex_unlock(&app->mu);
+        return AUR__RPC_DROP;
     }
-    pthread_mutex_lock(&app->mu);
     if (!app->closing) {
         app->change_seq++;
         app->changes++;
         if (app->activated && !app->restart_required) {
             app->restart_required = true;
             app->commit_change_seq = app->change_seq;
-            commit = true;
+            stamp |= STAMP_COMMIT;
         }
         pthread_cond_broadcast(&app->cv);
     }
     pthread_mutex_unlock(&app->mu);
-    return commit;
+    wake_freeze(app);
+    /* Only the one change that needs a commit is worth queueing. */
+    return (stamp & STAMP_COMMIT) ? stamp : AUR__RPC_DROP;
 }
 
 /* On the dispatch thread: the one mcp.catalog.changed commit. */
@@ -110,6 +137,7 @@ void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
     }
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
+    wake_freeze(app);
     if (!commit)
         return;
     aur__log(AUR_LOG_WARN, app->tag, "disconnected; restart required");
@@ -135,7 +163,7 @@ static void listen_acknowledged(struct aur__app *app,
     pthread_mutex_lock(&app->mu);
     if (!app->listen_acked) {
         app->listen_acked = true;
-        app->listen_honoured = json_object_get(honoured);
+        app->listen_honoured = aur__json_copy(honoured);
         pthread_cond_broadcast(&app->cv);
     }
     pthread_mutex_unlock(&app->mu);
@@ -156,7 +184,7 @@ static struct aur__ext_session *ext_for(struct aur__app *app,
 
 static void on_notification(void *ud, const char *method,
                             struct json_object *params,
-                            struct json_object *msg)
+                            struct json_object *msg, unsigned stamp)
 {
     struct aur__app *app = ud;
     struct aur__ext_session *s = ext_for(app, method);
@@ -164,20 +192,23 @@ static void on_notification(void *ud, const char *method,
 
     if (s) {
         struct aur_error err;
-        bool active;
+        bool accepted;
+        void *session;
         pthread_mutex_lock(&app->mu);
-        active = app->activated && !app->closing;
+        accepted = s->active;
+        session = s->session;
         pthread_mutex_unlock(&app->mu);
         aur_error_clear(&err);
-        if (s->active &&
-            s->p->ops.e.on_notify(s->p->state, s->session, method, params,
-                                  active, &err) < 0)
+        if (accepted &&
+            s->p->ops.e.on_notify(s->p->state, session, method, params,
+                                  (stamp & STAMP_ACTIVE) != 0, &err) < 0)
             aur__log(AUR_LOG_WARN, app->tag, "%s: %s rejected: %s",
                      s->p->name, method, err.msg);
         return;
     }
     if (strcmp(method, "notifications/tools/list_changed") == 0) {
-        commit_change(app); /* only queued when a commit is due */
+        if (stamp & STAMP_COMMIT)
+            commit_change(app);
     } else if (strcmp(method, "notifications/subscriptions/acknowledged") == 0) {
         listen_acknowledged(app, params);
     } else if (strcmp(method, "notifications/cancelled") == 0) {
@@ -196,10 +227,14 @@ static struct json_object *on_request(void *ud, const char *method,
                                       struct json_object *params)
 {
     struct aur__app *app = ud;
+    bool modern;
     (void)params;
+    pthread_mutex_lock(&app->mu);
+    modern = app->modern;
+    pthread_mutex_unlock(&app->mu);
     /* Legacy servers may ping; nothing else they could ask (roots,
      * sampling, elicitation) was declared, so the rest gets -32601. */
-    if (!app->modern && strcmp(method, "ping") == 0)
+    if (!modern && strcmp(method, "ping") == 0)
         return json_object_new_object();
     aur__log(AUR_LOG_DEBUG, app->tag, "server request %.64s refused", method);
     return NULL;
@@ -230,6 +265,32 @@ static void on_response(void *ud, struct json_object *msg)
     aur__app_mark_disconnected(app, "the server ended the change subscription");
 }
 
+/* The listen request ended without a response (the transport said so):
+ * before its acknowledgement that is a failed subscription, after it the
+ * end of the change stream. */
+static void on_ended(void *ud, struct json_object *id,
+                     const struct aur__rpc_end *end)
+{
+    struct aur__app *app = ud;
+    char detail[300];
+    bool acked;
+    if (!is_listen_id(app, id))
+        return;
+    pthread_mutex_lock(&app->mu);
+    acked = app->listen_acked;
+    if (!acked) {
+        app->listen_error = -32603;
+        aur__set_str(&app->listen_end, end->msg);
+        pthread_cond_broadcast(&app->cv);
+    }
+    pthread_mutex_unlock(&app->mu);
+    if (!acked)
+        return;
+    snprintf(detail, sizeof detail, "the change subscription ended: %s",
+             end->msg);
+    aur__app_mark_disconnected(app, detail);
+}
+
 static void on_closed(void *ud, const struct aur_error *why)
 {
     struct aur__app *app = ud;
@@ -239,13 +300,21 @@ static void on_closed(void *ud, const struct aur_error *why)
     aur__app_mark_disconnected(app, detail);
 }
 
-static bool on_ordered(void *ud, const char *method, struct json_object *params)
+static unsigned on_ordered(void *ud, const char *method,
+                           struct json_object *params)
 {
     struct aur__app *app = ud;
-    if (strcmp(method, "notifications/tools/list_changed") != 0 ||
-        ext_for(app, method))
-        return true;
-    return count_change(app, params);
+    unsigned stamp = STAMP_SEEN;
+
+    AUR_PERTURB("events.arrival");
+    if (strcmp(method, "notifications/tools/list_changed") == 0 &&
+        !ext_for(app, method))
+        return count_change(app, params);
+    pthread_mutex_lock(&app->mu);
+    if (app->activated && !app->closing)
+        stamp |= STAMP_ACTIVE;
+    pthread_mutex_unlock(&app->mu);
+    return stamp;
 }
 
 const struct aur__rpc_handlers aur__app_handlers_template = {
@@ -253,5 +322,6 @@ const struct aur__rpc_handlers aur__app_handlers_template = {
     .notification = on_notification,
     .request = on_request,
     .response = on_response,
+    .ended = on_ended,
     .closed = on_closed,
 };

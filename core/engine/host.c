@@ -236,6 +236,7 @@ int aur_mcp_add_builtin(struct aur_mcp *h, const char *id,
     t->id = strdup(id);
     t->raw_name = strdup(strrchr(id, '.') + 1);
     t->description = strdup(description && *description ? description : id);
+    t->description_len = t->description ? strlen(t->description) : 0;
     t->schema = schema ? aur__json_copy(schema)
                        : json_tokener_parse("{\"type\":\"object\"}");
     t->scopes = json_tokener_parse("{\"observe\":[],\"publish\":[]}");
@@ -284,6 +285,7 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
     if (arguments && !json_object_is_type(arguments, json_type_object)) {
         out->status = AUR_CALL_FAILED;
         out->content = strdup("tool arguments must be a JSON object");
+        out->content_len = out->content ? strlen(out->content) : 0;
         return AUR_E_INVAL;
     }
     t = h->active && tool_id ? aur__registry_find(h, tool_id) : NULL;
@@ -292,6 +294,7 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
         out->content = aur__strdup_printf(
             h->active ? "unknown tool id: %s" : "host is not running: %s",
             tool_id ? tool_id : "(null)");
+        out->content_len = strlen(out->content);
         return AUR_OK;
     }
     aur__tool_call(h, t, arguments, timeout_ms, out);
@@ -326,6 +329,7 @@ void aur_mcp_destroy(struct aur_mcp *h)
         json_object_put(a->client_caps);
         free(a->envelope_text);
         json_object_put(a->listen_honoured);
+        free(a->listen_end);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
     }

@@ -8,8 +8,10 @@
  */
 #include "aur_setup.h"
 
+#include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "jsonx.h"
 #include "log.h"
 
 #include <json-c/json.h>
@@ -25,7 +27,7 @@ static const char *const legacy_versions[] = {
 
 static bool is_legacy_version(const char *v)
 {
-    for (size_t i = 0; legacy_versions[i]; i++)
+    for (size_t i = 0; v && legacy_versions[i]; i++)
         if (strcmp(v, legacy_versions[i]) == 0)
             return true;
     return false;
@@ -73,12 +75,14 @@ static void rpc_error_text(struct json_object *e, int *code, char *buf,
 int aur__app_call(struct aur__app *app, const char *method,
                   struct json_object *params, const char *sid,
                   aur_deadline dl, struct json_object **result,
-                  struct aur_error *err)
+                  struct aur__rpc_end *end, struct aur_error *err)
 {
     struct aur__pending *p;
     struct json_object *reply = NULL, *v;
     int rc;
 
+    if (end)
+        memset(end, 0, sizeof *end);
     if (!params)
         params = json_object_new_object();
     if (app->modern || (sid && strcmp(method, "server/discover") == 0))
@@ -86,7 +90,7 @@ int aur__app_call(struct aur__app *app, const char *method,
     rc = aur__rpc_request(app->rpc, method, params, sid, dl, &p, err);
     if (rc != AUR_OK)
         return rc;
-    rc = aur__rpc_wait(app->rpc, p, dl, false, &reply, err);
+    rc = aur__rpc_wait(app->rpc, p, dl, false, &reply, end, err);
     if (rc != AUR_OK)
         return rc;
     if (json_object_object_get_ex(reply, "error", &v)) {
@@ -108,11 +112,10 @@ int aur__app_call(struct aur__app *app, const char *method,
     }
     if (app->modern) {
         struct json_object *rt;
-        /* Absent = complete (mcp-wire.md §b); anything else is not a
-         * result these methods may have. */
+        /* Absent = complete; anything else is not a result these
+         * methods may have. */
         if (json_object_object_get_ex(v, "resultType", &rt) &&
-            (!json_object_is_type(rt, json_type_string) ||
-             strcmp(json_object_get_string(rt), "complete") != 0)) {
+            !aur__json_str_is(rt, "complete")) {
             json_object_put(reply);
             return aur_fail(err, AUR_E_PROTOCOL, 0,
                             "%s: unexpected resultType", method);
@@ -130,11 +133,9 @@ static bool list_has(struct json_object *arr, const char *s, bool *other_modern)
     bool found = false;
     size_t n = json_object_array_length(arr);
     for (size_t i = 0; i < n; i++) {
-        struct json_object *e = json_object_array_get_idx(arr, i);
-        const char *v;
-        if (!json_object_is_type(e, json_type_string))
+        const char *v = aur__json_name(json_object_array_get_idx(arr, i));
+        if (!v)
             continue;
-        v = json_object_get_string(e);
         if (strcmp(v, s) == 0)
             found = true;
         else if (other_modern && !is_legacy_version(v) &&
@@ -144,8 +145,17 @@ static bool list_has(struct json_object *arr, const char *s, bool *other_modern)
     return found;
 }
 
-/* mcp-wire.md §g, the common classifier C1-C4. */
+/* HTTP: only a 4xx other than 401/403 is era evidence; auth failures,
+ * server errors, network failures and unusable answers are an outage. */
+static bool era_evidence_status(int status)
+{
+    return status >= 400 && status <= 499 && status != 401 && status != 403;
+}
+
+/* The common classifier C1-C4 of the dual-era fallback (docs/protocol.md).
+ * end: what the transport knows of how the probe travelled. */
 static enum verdict classify_probe(int rc, struct json_object *res,
+                                   const struct aur__rpc_end *end,
                                    const struct aur_error *perr, bool stdio,
                                    struct aur_error *err)
 {
@@ -158,15 +168,12 @@ static enum verdict classify_probe(int rc, struct json_object *res,
         return V_LEGACY_ALIVE;
     }
     if (rc == AUR_E_RPC) {
-        int status;
-        bool delivered;
-        /* HTTP: only a 4xx other than 401/403 is era evidence; auth
-         * failures, server errors, network failures and unusable 2xx/3xx
-         * answers are an outage (mcp-wire.md §g, Streamable HTTP 2). */
-        if (aur__transport_marker(res, &status, &delivered) &&
-            (status < 400 || status > 499 || status == 401 || status == 403)) {
-            aur_fail(err, AUR_E_NEGOTIATION, status,
-                     "server/discover probe: %s", perr->msg);
+        /* The server's JSON-RPC error; with an HTTP status only when it
+         * came with a non-2xx one. */
+        if (end->http_status && !era_evidence_status(end->http_status)) {
+            aur_fail(err, AUR_E_NEGOTIATION, end->http_status,
+                     "server/discover probe: HTTP %d: %s", end->http_status,
+                     perr->msg);
             return V_FAIL;
         }
         if (perr->detail == -32022 &&
@@ -186,13 +193,16 @@ static enum verdict classify_probe(int rc, struct json_object *res,
         }
         return V_LEGACY_ALIVE;
     }
+    /* No JSON-RPC answer at all: a 4xx without one is an old server. */
+    if (end->ended && era_evidence_status(end->http_status))
+        return V_LEGACY_ALIVE;
     /* A budget the server broke (a frame too long, a notification
      * flood) is no era evidence: the App fails with it as it is. */
     if (rc == AUR_E_CLOSED && perr->detail == AUR_E_LIMIT) {
         aur_fail(err, rc, perr->detail, "%s", perr->msg);
         return V_FAIL;
     }
-    if ((rc == AUR_E_TIMEOUT || rc == AUR_E_CLOSED) && stdio)
+    if (!end->ended && (rc == AUR_E_TIMEOUT || rc == AUR_E_CLOSED) && stdio)
         return V_LEGACY_DEAD;
     /* On HTTP silence is an outage, not era evidence. */
     aur_fail(err, rc, perr->detail, "server/discover probe: %s", perr->msg);
@@ -203,6 +213,7 @@ static int probe(struct aur__app *app, aur_deadline dl, int attempt,
                  struct json_object **caps, struct aur_error *err)
 {
     struct json_object *res = NULL, *c;
+    struct aur__rpc_end end;
     struct aur_error perr;
     char sid[32];
     bool stdio = app->cfg->transport == AUR__T_STDIO;
@@ -214,8 +225,9 @@ static int probe(struct aur__app *app, aur_deadline dl, int attempt,
     if (stdio)
         pdl = aur__now_ms() + (left / 2 < PROBE_MAX_MS ? left / 2 : PROBE_MAX_MS);
     snprintf(sid, sizeof sid, "aur-probe-%d", attempt);
-    rc = aur__app_call(app, "server/discover", NULL, sid, pdl, &res, &perr);
-    v = classify_probe(rc, res, &perr, stdio, err);
+    rc = aur__app_call(app, "server/discover", NULL, sid, pdl, &res, &end,
+                       &perr);
+    v = classify_probe(rc, res, &end, &perr, stdio, err);
     if (v == V_MODERN) {
         if (json_object_object_get_ex(res, "capabilities", &c) &&
             json_object_is_type(c, json_type_object))
@@ -237,6 +249,8 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
                              struct json_object **caps, struct aur_error *err)
 {
     struct json_object *params = json_object_new_object(), *res = NULL, *v;
+    struct aur__rpc_end end;
+    const char *ver;
     int rc;
 
     json_object_object_add(params, "protocolVersion",
@@ -244,35 +258,27 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
     json_object_object_add(params, "capabilities",
                            aur__json_copy(app->client_caps));
     json_object_object_add(params, "clientInfo", client_info());
-    rc = aur__app_call(app, "initialize", params, NULL, dl, &res, err);
-    if (rc == AUR_E_RPC) {
-        int status;
-        bool delivered;
-        /* No JSON-RPC answer (the transport synthesised "HTTP <status>")
-         * to either era: an old HTTP+SSE server, which we deliberately do
-         * not speak (mcp-wire.md §l). */
-        struct json_object *m = NULL;
-        json_object_object_get_ex(res, "message", &m);
-        if (aur__transport_marker(res, &status, &delivered) &&
-            (status == 400 || status == 404 || status == 405) &&
-            strncmp(json_object_get_string(m) ? json_object_get_string(m) : "",
-                    "HTTP ", 5) == 0)
-            rc = aur_fail(err, AUR_E_NEGOTIATION, status,
+    rc = aur__app_call(app, "initialize", params, NULL, dl, &res, &end, err);
+    if (rc != AUR_OK) {
+        /* No JSON-RPC answer to either era, only an HTTP 400/404/405: an
+         * old HTTP+SSE server, which we deliberately do not speak. */
+        if (end.ended && (end.http_status == 400 || end.http_status == 404 ||
+                          end.http_status == 405))
+            rc = aur_fail(err, AUR_E_NEGOTIATION, end.http_status,
                           "server appears to use the deprecated 2024-11-05 "
                           "HTTP+SSE transport (not supported)");
         json_object_put(res);
         return rc;
     }
-    if (rc != AUR_OK)
-        return rc;
-    if (!json_object_object_get_ex(res, "protocolVersion", &v) ||
-        !json_object_is_type(v, json_type_string) ||
-        !is_legacy_version(json_object_get_string(v))) {
+    ver = json_object_object_get_ex(res, "protocolVersion", &v)
+              ? aur__json_name(v)
+              : NULL;
+    if (!is_legacy_version(ver)) {
         rc = aur_fail(err, AUR_E_NEGOTIATION, 0,
                       "initialize answered an unsupported protocol version");
         goto out;
     }
-    snprintf(app->version, sizeof app->version, "%s", json_object_get_string(v));
+    snprintf(app->version, sizeof app->version, "%s", ver);
     if (json_object_object_get_ex(res, "capabilities", &v) &&
         json_object_is_type(v, json_type_object))
         *caps = json_object_get(v);
@@ -308,21 +314,26 @@ out:
     return rc;
 }
 
+/* The extension list itself (app->ext[i].p, app->next) was laid down
+ * before the connection opened; the receive threads read it from then
+ * on.  What accept_server decides is published under app->mu. */
 static int accept_extensions(struct aur__app *app, struct aur_error *err)
 {
-    struct aur_mcp *mcp = app->mcp;
-    for (size_t i = 0; i < mcp->nexts; i++) {
-        struct aur__plugin *p = mcp->exts[i];
-        struct aur__ext_session *s = &app->ext[app->next++];
+    for (size_t i = 0; i < app->next; i++) {
+        struct aur__ext_session *s = &app->ext[i];
+        struct aur__plugin *p = s->p;
+        void *session = NULL;
         int rc;
-        s->p = p;
         if (!AUR_HAS(&p->ops.e, accept_server))
             continue;
         rc = p->ops.e.accept_server(p->state, &app->info, app->server_caps,
-                                    &s->session, err);
+                                    &session, err);
         if (rc < 0)
             return rc;
+        pthread_mutex_lock(&app->mu);
+        s->session = session;
         s->active = rc == AUR_OK;
+        pthread_mutex_unlock(&app->mu);
     }
     return AUR_OK;
 }
@@ -369,7 +380,9 @@ static int negotiate(struct aur__app *app, aur_deadline dl,
     if (v == V_FAIL)
         return err->code;
     if (v == V_MODERN) {
+        pthread_mutex_lock(&app->mu); /* the receive threads read it */
         app->modern = true;
+        pthread_mutex_unlock(&app->mu);
         snprintf(app->version, sizeof app->version, MODERN_VERSION);
         return AUR_OK;
     }
@@ -405,6 +418,11 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     rc = declare_extensions(app, err);
     if (rc != AUR_OK)
         return rc;
+    /* Laid down before any receive thread exists, never changed after. */
+    for (size_t i = 0; i < mcp->nexts && i < AUR__MAX_EXT; i++)
+        app->ext[i].p = mcp->exts[i];
+    app->next = mcp->nexts < AUR__MAX_EXT ? mcp->nexts : AUR__MAX_EXT;
+    snprintf(app->listen_id, sizeof app->listen_id, "aur-listen-1");
     struct aur__rpc *rpc;
     rc = aur__rpc_open(&app->transport->ops.t, app->transport->state,
                        &app->cfg->endpoint, &h, &lim, app->tag, dl, &rpc, err);
@@ -431,6 +449,7 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     rc = check_event_mode(app, err);
     if (rc != AUR_OK)
         return rc;
+    AUR_PERTURB("negotiate.done");
     if (app->modern) {
         struct json_object *env = aur__app_envelope(app);
         app->envelope_text = strdup(json_object_to_json_string_ext(
@@ -439,6 +458,5 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
         if (!app->envelope_text)
             return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
-    (void)mcp;
     return accept_extensions(app, err);
 }

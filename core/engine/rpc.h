@@ -26,22 +26,47 @@ struct json_object;
 struct aur__rpc;
 struct aur__pending;
 
+/*
+ * How a request ended without a JSON-RPC response of its own: what the
+ * transport observed (aur_request_end), or what this layer decided (a
+ * response it had to refuse).  Never read out of a message's data.
+ */
+struct aur__rpc_end {
+    bool ended;      /* false: the request got its response */
+    int code;        /* aur_rc */
+    bool delivered;  /* false only when no byte can have reached the server */
+    int http_status; /* 0 = none; also set for a response that came with a
+                        non-2xx HTTP status */
+    char msg[AUR_ERR_MSG_SIZE];
+};
+
+/* Stamps handlers.ordered gives a notification at arrival. */
+#define AUR__RPC_DROP 0u /* drop it now */
+
 /* What the owner hears about, always on the dispatch thread. */
 struct aur__rpc_handlers {
     void *ud;
-    /* Optional, on the transport's thread, for each notification before it
-     * is queued, so its effect is ordered with the responses around it on
-     * the wire.  Must be quick and must not send.  false = drop it. */
-    bool (*ordered)(void *ud, const char *method, struct json_object *params);
-    /* A notification (borrowed). */
+    /* Optional, on the transport's thread, for each notification as it
+     * arrives, before it is queued: its effect is ordered with the
+     * responses around it on the wire, and what was true at arrival is
+     * judged at arrival.  Must be quick and must not send.  Returns
+     * AUR__RPC_DROP or a stamp (non-zero) that notification receives. */
+    unsigned (*ordered)(void *ud, const char *method,
+                        struct json_object *params);
+    /* A notification (borrowed) and its arrival stamp (1 without
+     * ordered). */
     void (*notification)(void *ud, const char *method,
-                         struct json_object *params, struct json_object *msg);
+                         struct json_object *params, struct json_object *msg,
+                         unsigned stamp);
     /* A server-to-client request (borrowed).  Return a new result object
      * (transfer) or NULL to answer -32601 method not found. */
     struct json_object *(*request)(void *ud, const char *method,
                                    struct json_object *params);
     /* The response to a detached request (borrowed). */
     void (*response)(void *ud, struct json_object *msg);
+    /* A detached request (id borrowed) ended without a response. */
+    void (*ended)(void *ud, struct json_object *id,
+                  const struct aur__rpc_end *end);
     /* The connection ended (once).  why NULL = clean EOF. */
     void (*closed)(void *ud, const struct aur_error *why);
 };
@@ -74,14 +99,19 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
                   aur_deadline dl, struct aur__rpc **out,
                   struct aur_error *err);
 
-/* Close the transport (bounded by dl), fail every waiter with
- * AUR_E_CLOSED, stop the dispatch thread and free.  NULL allowed. */
+/* Let the dispatch thread finish what is queued (bounded), close the
+ * transport (bounded by dl), fail every waiter with AUR_E_CLOSED and
+ * free.  NULL allowed. */
 void aur__rpc_close(struct aur__rpc *r, aur_deadline dl);
 
 /* Restart the transport from scratch (transport reopen hook), failing
  * current waiters.  AUR_E_STATE if the transport cannot. */
 int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
                     struct aur_error *err);
+
+/* Wait until the transport's server-push channel is established (its
+ * listen hook, ABI 1.3); AUR_OK without the hook. */
+int aur__rpc_listen(struct aur__rpc *r, aur_deadline dl, struct aur_error *err);
 
 /* Tell the transport the negotiated protocol (if it cares). */
 int aur__rpc_set_protocol(struct aur__rpc *r, int modern, const char *version,
@@ -103,11 +133,15 @@ int aur__rpc_request(struct aur__rpc *r, const char *method,
  * transport takes text, else parsed and sent as an object.  text_ok:
  * the waiter (aur__rpc_wait_text) also takes a tools/call reply in the
  * form aur__call_reply_scan gives, when the transport hands in text.
+ * On failure *maybe_sent says whether any byte may have left: false when
+ * this layer refused before the transport saw it or the transport said
+ * AUR_E_NOT_SENT; true for every other transport failure.
  */
 int aur__rpc_request_text(struct aur__rpc *r, const char *method,
                           const char *params_json, size_t params_len,
                           bool text_ok, aur_deadline dl,
-                          struct aur__pending **out, struct aur_error *err);
+                          struct aur__pending **out, bool *maybe_sent,
+                          struct aur_error *err);
 
 /* Send a long-lived request (subscriptions/listen): nobody waits for it;
  * its response, if one ever comes, goes to handlers.response on the
@@ -118,20 +152,26 @@ int aur__rpc_request_detached(struct aur__rpc *r, const char *method,
 
 /*
  * Wait for the response to p until dl.  On AUR_OK *reply (transfer) is the
- * whole response object (result or error member).  AUR_E_TIMEOUT,
- * AUR_E_CLOSED (connection lost while waiting) or AUR_E_CANCELLED
- * (aur__rpc_cancel_waiters).  p is released in every case, except on
- * AUR_E_TIMEOUT when keep_on_timeout is set (then wait again or abandon).
+ * whole response object (result or error member).  Otherwise
+ * AUR_E_TIMEOUT (dl passed), AUR_E_CLOSED (connection lost while
+ * waiting), AUR_E_CANCELLED (aur__rpc_cancel_waiters), or the code of a
+ * request end (end->ended).  end (may be NULL) is always filled: ended,
+ * delivered and http_status (also for a reply that came with a non-2xx
+ * HTTP status).  p is released in every case, except on AUR_E_TIMEOUT
+ * when keep_on_timeout is set (then wait again or abandon).
  */
 int aur__rpc_wait(struct aur__rpc *r, struct aur__pending *p,
                   aur_deadline dl, bool keep_on_timeout,
-                  struct json_object **reply, struct aur_error *err);
+                  struct json_object **reply, struct aur__rpc_end *end,
+                  struct aur_error *err);
 /* Like aur__rpc_wait; for a request sent with text_ok, a reply that came
- * as text sets *text (transfer) and leaves *reply NULL.  Exactly one of
- * the two is set on AUR_OK; *text is only touched then. */
+ * as text sets *text (transfer, *text_len its length, which may hold
+ * U+0000) and leaves *reply NULL.  Exactly one of the two is set on
+ * AUR_OK; *text is only touched then. */
 int aur__rpc_wait_text(struct aur__rpc *r, struct aur__pending *p,
                        aur_deadline dl, bool keep_on_timeout,
                        struct json_object **reply, char **text,
+                       size_t *text_len, struct aur__rpc_end *end,
                        struct aur_error *err);
 
 /* Forget p: a late response is dropped.  cancel = also tell the server
@@ -166,11 +206,21 @@ void aur__rpc_get_stats(struct aur__rpc *r, struct aur__rpc_stats *s);
  * when it is a success response of the common shape (integer id, result
  * with text blocks only, isError absent or false, no structuredContent,
  * resultType absent or "complete").  Then *id is the id and *text
- * (transfer) the non-blank texts joined by "\n", "" when there are
- * none: what map_result makes of the same reply.  false (nothing
- * allocated): not that shape; the general path decides.
+ * (transfer, *text_len bytes plus a NUL) the non-blank texts joined by
+ * "\n", "" when there are none: what map_result makes of the same reply.
+ * false (nothing allocated): not that shape; the general path decides.
  */
 bool aur__call_reply_scan(const char *buf, size_t len, int64_t *id,
-                          char **text);
+                          char **text, size_t *text_len);
+
+/*
+ * rpc_recv.c: the id of a frame that does not parse, read leniently: the
+ * first member "id" directly inside the outermost object whose value is
+ * an integer (1, *num) or a string without escapes (2, copied into sid).
+ * 0: none found.  Used only to end at once, as refused, the request such
+ * a frame claims to answer, instead of letting it wait for its deadline.
+ */
+int aur__rpc_peek_id(const char *buf, size_t len, int64_t *num, char *sid,
+                     size_t sid_size);
 
 #endif

@@ -6,9 +6,18 @@
  * connect + negotiate + listen + every page.  The first failure cancels the
  * others.  Lifecycle commits are written afterwards, per App in config
  * order, so the journal reads the same whatever the thread timing was.
+ *
+ * The freeze is one step for all Apps: an App whose pass was clean waits
+ * ("listed") until every App has one; then, under every App's lock at
+ * once, each App's change count is checked against the one its clean pass
+ * began with and its catalog frozen.  A change that reaches a listed App
+ * before that step makes it page again (within its deadline and the
+ * relist budget), so a slow neighbour never turns a late notice into a
+ * failure, and no change can slip between the check and the freeze.
  */
 #include "aur_setup.h"
 
+#include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
 #include "log.h"
@@ -93,10 +102,81 @@ static int check_connected(struct aur__app *app, struct aur_error *err)
     return rc;
 }
 
-static int run_app(struct aur__app *app, struct aur_error *err)
+/* A change since the clean pass began, or a disconnect; a->mu held. */
+static bool seen_since_listing(const struct aur__app *a)
+{
+    return a->disconnected || a->changes != a->listed_changes;
+}
+
+/* Leave the start slot (start_concurrency) once; mcp->mu held. */
+static void leave_slot(struct aur__app *app, bool *in_slot)
+{
+    if (*in_slot) {
+        app->mcp->running--;
+        *in_slot = false;
+    }
+}
+
+/*
+ * After a clean pass: wait, listed, for the freeze (aur__start_all).  A
+ * change or disconnect meanwhile pages again within dl and the relist
+ * budget.  A listed App needs no start slot: it gives it up, so Apps
+ * still waiting for one are not held back by it.
+ */
+static int await_freeze(struct aur__app *app, aur_deadline dl, int *relists,
+                        bool *in_slot, struct aur_error *err)
+{
+    struct aur_mcp *mcp = app->mcp;
+    int rc;
+
+    for (;;) {
+        bool stale = false;
+        pthread_mutex_lock(&mcp->mu);
+        leave_slot(app, in_slot);
+        app->listed = true;
+        mcp->listed++;
+        pthread_cond_broadcast(&mcp->cv);
+        while (!app->frozen && !mcp->cancel) {
+            pthread_mutex_lock(&app->mu);
+            stale = seen_since_listing(app);
+            pthread_mutex_unlock(&app->mu);
+            if (stale)
+                break;
+            pthread_cond_wait(&mcp->cv, &mcp->mu);
+        }
+        bool frozen = app->frozen, cancelled = mcp->cancel && !frozen;
+        if (!frozen) {
+            app->listed = false;
+            mcp->listed--;
+        }
+        pthread_mutex_unlock(&mcp->mu);
+        if (frozen)
+            return AUR_OK;
+        if (cancelled)
+            return aur_fail(err, AUR_E_CANCELLED, 0,
+                            "cancelled: another App failed");
+        if ((rc = check_connected(app, err)) != AUR_OK)
+            return rc;
+        if (++*relists > mcp->cfg->max_relist || !aur_remaining_ms(&mcp->host, dl))
+            return aur_fail(err, AUR_E_CHANGED, 0,
+                            "the tool catalog changed after it was listed, "
+                            "with no %s left to page again",
+                            *relists > mcp->cfg->max_relist ? "relist"
+                                                           : "time");
+        aur__log(AUR_LOG_INFO, app->tag,
+                 "tool catalog changed before the freeze; paging again");
+        rc = aur__app_list_tools(app, dl, relists, err);
+        if (rc == AUR_OK)
+            rc = check_connected(app, err);
+        if (rc != AUR_OK)
+            return rc;
+    }
+}
+
+static int run_app(struct aur__app *app, bool *in_slot, struct aur_error *err)
 {
     aur_deadline dl = aur__now_ms() + app->cfg->timeout_ms;
-    int rc;
+    int relists = 0, rc;
 
     if (!set_phase_check(app, "connect", err))
         return err->code;
@@ -112,15 +192,13 @@ static int run_app(struct aur__app *app, struct aur_error *err)
         return rc;
     if (!set_phase_check(app, "tools/list", err))
         return err->code;
-    rc = aur__app_list_tools(app, dl, err);
+    rc = aur__app_list_tools(app, dl, &relists, err);
     if (rc == AUR_OK)
         rc = check_connected(app, err);
+    if (rc == AUR_OK)
+        rc = await_freeze(app, dl, &relists, in_slot, err);
     if (rc != AUR_OK)
         return rc;
-    pthread_mutex_lock(&app->mu);
-    app->listed_changes = app->changes;
-    app->state = AUR__S_READY;
-    pthread_mutex_unlock(&app->mu);
     aur__log(AUR_LOG_INFO, app->tag, "ready with %zu tools", app->ntools);
     return AUR_OK;
 }
@@ -158,12 +236,13 @@ static void *app_thread(void *arg)
     aur__log(AUR_LOG_INFO, app->tag, "starting (%s)",
              aur__transport_word(app->cfg->transport));
     aur_error_clear(&err);
-    rc = run_app(app, &err);
+    bool in_slot = true;
+    rc = run_app(app, &in_slot, &err);
     aur__utc_now(app->t_done, sizeof app->t_done);
     app->start_rc = rc;
 
     pthread_mutex_lock(&mcp->mu);
-    mcp->running--;
+    leave_slot(app, &in_slot);
     if (rc != AUR_OK) {
         app->fail_order = ++mcp->failures;
         snprintf(app->error, sizeof app->error, "%s", err.msg);
@@ -235,29 +314,44 @@ static void fill_serr(struct aur_startup_error *serr, const char *code,
     snprintf(serr->message, sizeof serr->message, "%s", msg);
 }
 
-/* After freeze: any change or disconnect since the clean pass means the
- * frozen catalog may already be stale. */
-static struct aur__app *stale_app(struct aur_mcp *mcp, char *why,
-                                  size_t size)
+/*
+ * The freeze step (see the top of this file): once every started App is
+ * listed, and none has seen a change since its clean pass began, all of
+ * them freeze at once, under every App's lock, so no change can fall
+ * between the check and the freeze.  Returns when frozen or cancelled.
+ */
+static void freeze_when_listed(struct aur_mcp *mcp, size_t started)
 {
-    for (size_t i = 0; i < mcp->napps; i++) {
-        struct aur__app *a = &mcp->apps[i];
-        bool bad;
-        if (a->state == AUR__S_DISABLED)
-            continue;
-        pthread_mutex_lock(&a->mu);
-        bad = a->disconnected || a->changes != a->listed_changes;
-        /* The disconnect's own detail says why (e.g. which budget). */
-        if (a->disconnected)
-            snprintf(why, size, "connection lost during startup: %s",
-                     a->disconnect_detail ? a->disconnect_detail : "closed");
-        else
-            snprintf(why, size, "the tool catalog changed during startup");
-        pthread_mutex_unlock(&a->mu);
-        if (bad)
-            return a;
+    pthread_mutex_lock(&mcp->mu);
+    while (!mcp->cancel) {
+        bool clean = mcp->listed == started;
+        if (clean) {
+            AUR_PERTURB("startup.freeze");
+            for (size_t i = 0; i < mcp->napps; i++)
+                if (mcp->apps[i].listed)
+                    pthread_mutex_lock(&mcp->apps[i].mu);
+            for (size_t i = 0; i < mcp->napps; i++)
+                if (mcp->apps[i].listed && seen_since_listing(&mcp->apps[i]))
+                    clean = false;
+            for (size_t i = 0; i < mcp->napps; i++) {
+                struct aur__app *a = &mcp->apps[i];
+                if (!a->listed)
+                    continue;
+                if (clean) {
+                    a->frozen = true;
+                    a->state = AUR__S_READY;
+                }
+                pthread_mutex_unlock(&a->mu);
+            }
+        }
+        if (clean) {
+            mcp->freeze_done = true;
+            pthread_cond_broadcast(&mcp->cv);
+            break;
+        }
+        pthread_cond_wait(&mcp->cv, &mcp->mu);
     }
-    return NULL;
+    pthread_mutex_unlock(&mcp->mu);
 }
 
 static void write_frozen_commits(struct aur_mcp *mcp)
@@ -289,9 +383,9 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
 {
     pthread_t *threads = calloc(mcp->napps ? mcp->napps : 1, sizeof *threads);
     bool *made = calloc(mcp->napps ? mcp->napps : 1, sizeof *made);
-    struct aur__app *failed = NULL, *stale;
+    struct aur__app *failed = NULL;
     const char *why = NULL;
-    char stale_why[400];
+    size_t started = 0;
     int rc = AUR_OK;
 
     if (!threads || !made) {
@@ -305,6 +399,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         if (!mcp->cfg->mcp_enabled || !a->cfg->enabled)
             continue;
         made[i] = pthread_create(&threads[i], NULL, app_thread, a) == 0;
+        started += made[i];
         if (!made[i]) {
             a->began = true;
             a->start_rc = aur_fail(err, AUR_E_NOMEM, errno,
@@ -319,6 +414,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
             cancel_all(mcp);
         }
     }
+    freeze_when_listed(mcp, started);
     for (size_t i = 0; i < mcp->napps; i++)
         if (made[i])
             pthread_join(threads[i], NULL);
@@ -350,12 +446,6 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
         goto fail;
     }
-    if ((stale = stale_app(mcp, stale_why, sizeof stale_why))) {
-        fill_serr(serr, "startup_failed", stale->cfg->package,
-                  "catalog/freeze", stale_why);
-        rc = aur_fail(err, AUR_E_CHANGED, 0, "%s", stale_why);
-        goto fail;
-    }
     rc = aur__registry_freeze(mcp, err);
     if (rc != AUR_OK) {
         fill_serr(serr, "startup_failed", NULL, "catalog/freeze", err->msg);
@@ -367,14 +457,17 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         goto fail;
     }
     write_frozen_commits(mcp);
-    /* Activation: from here on events flow and changes mean restart. */
+    /* Activation: from here on events flow and changes mean restart.  A
+     * change between the freeze and this point makes the frozen catalog
+     * stale already: startup fails rather than serve it. */
+    AUR_PERTURB("startup.activate");
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
         bool bad;
         if (a->state != AUR__S_READY)
             continue;
         pthread_mutex_lock(&a->mu);
-        bad = a->disconnected || a->changes != a->listed_changes;
+        bad = seen_since_listing(a);
         if (!bad)
             a->activated = true;
         pthread_mutex_unlock(&a->mu);
@@ -411,6 +504,7 @@ void aur_mcp_cancel(struct aur_mcp *h)
 void aur__app_close(struct aur__app *app, int64_t grace_ms)
 {
     aur_deadline dl = aur__now_ms() + app->cfg->timeout_ms + 1000;
+    AUR_PERTURB("startup.close");
     pthread_mutex_lock(&app->mu);
     app->closing = true;
     struct aur__rpc *rpc = app->rpc;

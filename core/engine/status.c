@@ -30,7 +30,11 @@ static struct json_object *tool_json(const struct aur__tool *t)
                                                          : ""));
     json_object_object_add(o, "raw_name", json_object_new_string(t->raw_name));
     json_object_object_add(o, "description",
-                           json_object_new_string(t->description));
+                           json_object_new_string_len(t->description,
+                                                      (int)t->description_len));
+    /* A tool that only runs as a task is listed, but not callable. */
+    json_object_object_add(o, "callable",
+                           json_object_new_boolean(!t->task_required));
     json_object_object_add(o, "input_schema", aur__json_copy(t->schema));
     if (json_object_object_get_ex(t->scopes, "observe", &v))
         json_object_object_add(o, "observe", aur__json_copy(v));
@@ -87,9 +91,15 @@ static struct json_object *app_json(struct aur_mcp *mcp, struct aur__app *a)
     }
     if (xs)
         json_object_object_add(o, "extension_status", xs);
-    for (size_t i = 0; i < a->ntools; i++)
+    struct json_object *uncallable = json_object_new_array();
+    for (size_t i = 0; i < a->ntools; i++) {
         json_object_array_add(ids, json_object_new_string(a->tools[i]->id));
+        if (a->tools[i]->task_required)
+            json_object_array_add(uncallable,
+                                  json_object_new_string(a->tools[i]->id));
+    }
     json_object_object_add(o, "tool_ids", ids);
+    json_object_object_add(o, "not_callable_tool_ids", uncallable);
     json_object_object_add(o, "last_error", str_or_null(a->last_error));
     json_object_object_add(o, "restart_required",
                            json_object_new_boolean(a->restart_required));

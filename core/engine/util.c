@@ -32,27 +32,3 @@ bool aur__is_blank(const char *s)
             return false;
     return true;
 }
-
-bool aur__transport_marker(struct json_object *err_obj, int *http_status,
-                           bool *delivered)
-{
-    struct json_object *data, *m, *v;
-    if (!json_object_object_get_ex(err_obj, "data", &data) ||
-        !json_object_object_get_ex(data, "org.aurorabot/transport", &m) ||
-        !json_object_is_type(m, json_type_object))
-        return false;
-    *http_status = json_object_object_get_ex(m, "http_status", &v)
-                       ? json_object_get_int(v)
-                       : 0;
-    *delivered = !json_object_object_get_ex(m, "delivered", &v) ||
-                 json_object_get_boolean(v);
-    return true;
-}
-
-struct json_object *aur__json_copy(struct json_object *v)
-{
-    struct json_object *c = NULL;
-    if (v && json_object_deep_copy(v, &c, NULL) != 0)
-        abort(); /* only on allocation failure */
-    return c;
-}

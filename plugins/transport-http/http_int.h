@@ -164,6 +164,7 @@ struct aur_conn {
     char *session;          /* (mu) legacy Mcp-Session-Id */
     bool init_seen;         /* (mu) an initialize result was read */
     bool get_started;       /* (mu) */
+    int get_state;          /* (mu) HTTP_GET_*: for the listen hook */
     int barriers;           /* (mu) barrier jobs queued or running */
     bool barrier_running;   /* (mu) */
     bool get_pending;       /* (mu) GET waits for the barriers */
@@ -178,6 +179,9 @@ struct aur_conn {
     pthread_t *workers;     /* st->max_workers slots */
     int nworkers, idle;     /* (mu) */
 };
+
+/* The legacy standalone GET stream, as the listen hook sees it. */
+enum { HTTP_GET_NONE = 0, HTTP_GET_UP = 1, HTTP_GET_ENDED = 2 };
 
 /* ---- http_post.c ---------------------------------------------------- */
 

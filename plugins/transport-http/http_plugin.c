@@ -3,50 +3,52 @@
  * (mcp-wire.md §(e), §(g) "Legacy Streamable HTTP"; aurora-semantics.md
  * §0.6, §3, §4.5).
  *
- * ---- The transport-outcome convention (the core relies on it) --------
+ * ---- What reaches the sink for a request (the core relies on it) -----
  *
- * Every request POST ends in exactly one JSON-RPC response for its id on
- * the sink, unless the core cancelled it or closed the connection:
+ * Every request POST ends in exactly one of these, unless the core
+ * cancelled it or closed the connection:
  *
- *  1. The server's response, as sent, when a 2xx JSON or SSE body carries
- *     a response with that id.
- *  2. When the HTTP body IS a JSON-RPC error (any status: 200, 400 -32022,
- *     404 -32601, ...; also an error with id null), that error with its
- *     "id" forced to the request id and
- *        error.data."org.aurorabot/transport" =
- *            {"http_status": <status>, "delivered": true}
- *     added (the server's own data members are kept; a non-object data
- *     moves to data.value).
- *  3. Otherwise a SYNTHESISED error:
- *        {"jsonrpc":"2.0","id":<request id>,"error":{"code":-32000,
- *         "message":"HTTP <status> ..." | "transport: <curl error text>",
- *         "data":{"org.aurorabot/transport":{"http_status":<int, 0 if no
- *         response>,"delivered":<bool>}}}}
- *     for: non-2xx without a JSON-RPC error body, 2xx with an unusable
- *     body or a stream that ended before the response, 202 to a request,
- *     a body or SSE event over the size limit, 301/302/303 (never
- *     followed), an invalid redirect hop (http://, userinfo, fragment), a
- *     redirect loop or more than 5 hops, connection refused, DNS or TLS
- *     failure, reset, and our own deadline (the request deadline + 1 s,
- *     so the core's timeout normally fires first and cancels).
- *     delivered is false only when no hop ever reached a server: curl
- *     failed resolving, connecting or in the TLS handshake (a timeout
- *     counts only before the request started to be sent).  Once one hop
- *     got the request, a later refused hop still says delivered: true.
- *     http_status is the last hop's status; a stream that broke after a
- *     200 says 200.
+ *  1. The server's response, through on_message, when a 2xx JSON or SSE
+ *     body carries a response with the request's id.  A response may only
+ *     answer the request its own stream carried: one naming another id,
+ *     or a second one, is dropped and logged (a redirect to another
+ *     origin cannot answer anyone else's request either).  An error with
+ *     id null on our own stream is ours: our id is pinned on it.
+ *  2. on_request_end with code AUR_E_RPC and the server's error object,
+ *     when a non-2xx body IS a JSON-RPC error for this request (400
+ *     -32022, 404 -32601, ...): the server's words with their status.
+ *  3. on_request_end otherwise: a non-2xx without a JSON-RPC error body,
+ *     202 to a request, a 2xx with an unusable body or a stream that
+ *     ended before the response, a body or SSE event over the size limit,
+ *     301/302/303 (never followed), an invalid redirect hop (http://,
+ *     userinfo, fragment), a redirect loop or more than 5 hops, connection
+ *     refused, DNS or TLS failure, reset, and our own deadline (the
+ *     request deadline + 1 s, so the core's timeout normally fires first).
+ *     delivered is 0 only when no attempt of any hop ever reached the
+ *     point where libcurl writes the request (its pre-request callback):
+ *     resolving, connecting and the TLS handshake.  From that callback on
+ *     the request may have left; libcurl's silent re-send of a request
+ *     whose reused connection died is refused there (one attempt per
+ *     hop), so a request is never written twice and such a failure is
+ *     reported as delivered.  http_status is the last hop's status.
  *
- * For the core: http_status 0, 401, 403, 5xx and every 2xx/3xx are never
- * era evidence; other 4xx are (classify the body or fall back to legacy);
- * delivered:false means the call certainly had no effect.
+ * No message is ever invented: nothing a server sends can set a fact the
+ * host relies on (delivered, status).
  *
  * Connection-level outcomes (sink->on_closed, AUR_E_CLOSED):
  *   "session expired (HTTP 404)"  a legacy request or GET carrying the
- *       Mcp-Session-Id got 404 (after rule 2/3 delivered the response);
- *       no silent re-initialize.
+ *       Mcp-Session-Id got 404; no silent re-initialize.
  *   "listen stream ended"  the modern subscriptions/listen stream ended or
  *       failed after it had delivered a notification (the ack).  Before
- *       that, its failure is a response for the listen id (rules 1-3).
+ *       that, its failure ends the listen request (rules 2-3).
+ *   "legacy GET stream ended"  the standalone GET stream ended after it
+ *       was up: changes pushed from then on could not reach us.
+ *
+ * Listening (the listen hook, legacy era): the standalone GET stream is
+ * opened once notifications/initialized has been answered, and the hook
+ * waits until it answered 200 text/event-stream (the server has it) or
+ * anything else (not offered: AUR_DECLINE), so the first tools/list is
+ * only sent once a change can reach us.
  *
  * ---- Settings ([transport-http] in host.ini, all optional) -----------
  *   max_body_bytes   16777216 (1024 .. 1073741824): one request or JSON
@@ -558,18 +560,22 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
     size_t len;
     int rc;
 
+    /* Every refusal here happens before a worker saw the job: nothing
+     * of it left, which is what AUR_E_NOT_SENT says. */
     if (!json_object_is_type(msg, json_type_object))
-        return aur_fail(err, AUR_E_INVAL, 0, "message is not an object");
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_INVAL,
+                        "message is not an object");
     text = json_object_to_json_string_length(msg, SERIAL, &len);
     if (!text)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_NOMEM, "out of memory");
     if (len > c->st->max_body)
-        return aur_fail(err, AUR_E_LIMIT, 0, "message of %zu bytes is over "
-                        "the %zu-byte limit", len, c->st->max_body);
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_LIMIT,
+                        "message of %zu bytes is over the %zu-byte limit",
+                        len, c->st->max_body);
     j = calloc(1, sizeof *j);
     if (!j || !(j->body = malloc(len + 1))) {
         free(j);
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_NOMEM, "out of memory");
     }
     memcpy(j->body, text, len + 1);
     j->len = len;
@@ -579,14 +585,19 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
                                   : dl;
     pthread_mutex_lock(&c->mu);
     if (c->closing || c->reported) {
-        rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+        rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "connection closed");
         goto fail;
     }
     rc = http_job_headers(c, j, msg, err);
     if (rc != AUR_OK)
         goto fail;
     if (j->method[0] && json_object_object_get_ex(msg, "id", &id)) {
-        j->id = json_object_get(id);
+        /* A copy: msg is the core's, and json-c reference counts are not
+         * atomic; the worker thread owns this one. */
+        if (json_object_deep_copy(id, &j->id, NULL) != 0) {
+            rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_NOMEM, "out of memory");
+            goto fail;
+        }
         j->kind = c->proto_set && c->modern &&
                           strcmp(j->method, "subscriptions/listen") == 0
                       ? J_LISTEN
@@ -610,6 +621,11 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
 fail:
     pthread_mutex_unlock(&c->mu);
     http_job_free(j);
+    if (rc != AUR_E_NOT_SENT) {
+        char why[AUR_ERR_MSG_SIZE];
+        snprintf(why, sizeof why, "%s", err->msg);
+        rc = aur_fail(err, AUR_E_NOT_SENT, rc, "%s", why);
+    }
     return rc;
 }
 
@@ -674,6 +690,39 @@ static int http_set_protocol(struct aur_conn *c,
     return AUR_OK;
 }
 
+/* ABI 1.3 listen: the legacy standalone GET stream is up (AUR_OK), or
+ * known not to be offered (AUR_DECLINE).  Modern servers push on the
+ * subscriptions/listen stream the core opens itself. */
+static int http_listen(struct aur_conn *c, aur_deadline dl,
+                       struct aur_error *err)
+{
+    int rc = AUR_OK;
+    pthread_mutex_lock(&c->mu);
+    if (c->proto_set && !c->modern) {
+        while (c->get_state == HTTP_GET_NONE && !c->closing && !c->reported &&
+               (c->get_started || c->get_pending)) {
+            int64_t rem = aur_remaining_ms(c->st->host, dl);
+            if (rem == 0)
+                break;
+            timed_wait(c, rem < 1000 ? rem : 1000);
+        }
+        if (c->get_state == HTTP_GET_UP)
+            rc = AUR_OK;
+        else if (c->get_state == HTTP_GET_ENDED)
+            rc = AUR_DECLINE;
+        else if (c->closing || c->reported)
+            rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
+        else if (!c->get_started && !c->get_pending)
+            rc = aur_fail(err, AUR_E_IO, 0, "the legacy GET stream could not "
+                          "be started");
+        else
+            rc = aur_fail(err, AUR_E_TIMEOUT, 0, "the legacy GET stream was "
+                          "not answered before the deadline");
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 static bool abort_in(struct http_job *list, struct json_object *id)
 {
     bool found = false;
@@ -716,7 +765,10 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
         struct aur_error err;
         const char *t;
         p = json_object_new_object();
-        json_object_object_add(p, "requestId", json_object_get(id));
+        struct json_object *rid = NULL;
+        if (json_object_deep_copy(id, &rid, NULL) != 0)
+            rid = NULL;
+        json_object_object_add(p, "requestId", rid);
         json_object_object_add(p, "reason",
                                json_object_new_string("cancelled by the host"));
         json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
@@ -754,6 +806,7 @@ static const struct aur_transport_ops OPS = {
     .close = http_close,
     .set_protocol = http_set_protocol,
     .cancel = http_cancel,
+    .listen = http_listen,
 };
 
 static const struct aur_plugin_desc DESC = {

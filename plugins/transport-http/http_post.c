@@ -1,8 +1,8 @@
 /*
  * http_post.c - one HTTP exchange of transport-http: build the headers,
  * run the curl transfer (and our own 307/308 hops), read a JSON or SSE
- * body, and decide what reaches the sink.  The synthesised-error
- * convention it implements is documented at the top of http_plugin.c.
+ * body, and decide what reaches the sink.  The request-end convention it
+ * implements is documented at the top of http_plugin.c.
  *
  * Every transfer runs on a per-thread multi handle so cancel() and close()
  * can interrupt curl_multi_poll at once (curl_multi_wakeup) instead of
@@ -18,6 +18,8 @@
 #include <strings.h>
 
 #include <json-c/json.h>
+
+#include "aur_perturb.h"
 
 #define MAX_HOPS 5
 #define ERR_BODY_MAX 65536     /* a non-2xx body we try to read as JSON */
@@ -41,6 +43,9 @@ struct xfer {
     bool too_big;
     bool done; /* we ended the body on purpose */
     size_t body_off; /* request body bytes handed to curl */
+    int attempts;    /* connections this hop was about to use */
+    bool announced;  /* J_GET: its status went to get_state */
+    bool *sent;      /* the job's: a request may have left (every hop) */
 };
 
 int http_curl_init(struct http_curl *hc)
@@ -270,51 +275,43 @@ void http_report_closed(struct aur_conn *c, int code, const char *why)
     c->sink.on_closed(c->sink.ctx, &e);
 }
 
-/* Add data."org.aurorabot/transport" to an error object. */
-static void mark(struct json_object *error, long status, bool delivered)
+/*
+ * The request ends without a JSON-RPC response of its own: tell the host
+ * through on_request_end (ABI 1.3), with what only we know: whether any
+ * of it may have left (the job's sent flag, never a guess in the other
+ * direction) and the last HTTP status.  error: the JSON-RPC error object
+ * the server sent with a non-2xx status (borrowed), or NULL.
+ */
+static void end_request(struct xfer *x, int code, struct json_object *error,
+                        const char *fmt, ...) AUR_PRINTF(4, 5);
+static void end_request(struct xfer *x, int code, struct json_object *error,
+                        const char *fmt, ...)
 {
-    struct json_object *data = NULL, *t = json_object_new_object();
-
-    json_object_object_add(t, "http_status",
-                           json_object_new_int((int)status));
-    json_object_object_add(t, "delivered",
-                           json_object_new_boolean(delivered));
-    if (!json_object_object_get_ex(error, "data", &data) ||
-        !json_object_is_type(data, json_type_object)) {
-        struct json_object *nd = json_object_new_object();
-        /* A non-object data is kept, one level down. */
-        if (data)
-            json_object_object_add(nd, "value", json_object_get(data));
-        json_object_object_add(error, "data", nd);
-        data = nd;
-    }
-    json_object_object_add(data, "org.aurorabot/transport", t);
-}
-
-static void synth(struct xfer *x, bool delivered, const char *fmt, ...)
-    AUR_PRINTF(3, 4);
-static void synth(struct xfer *x, bool delivered, const char *fmt, ...)
-{
-    struct json_object *m, *e;
+    struct aur_conn *c = x->c;
+    struct aur_request_end e;
     char msg[AUR_ERR_MSG_SIZE];
     va_list ap;
+    bool drop;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    HTTP_LOG(x->c, AUR_LOG_INFO, "%s: %s %s", x->c->package,
+    HTTP_LOG(c, AUR_LOG_INFO, "%s: %s %s", c->package,
              x->j->method[0] ? x->j->method : "request", msg);
     if (!x->j->id || (x->j->kind != J_REQUEST && x->j->kind != J_LISTEN))
         return;
-    m = json_object_new_object();
-    e = json_object_new_object();
-    json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
-    json_object_object_add(m, "id", json_object_get(x->j->id));
-    json_object_object_add(e, "code", json_object_new_int(-32000));
-    json_object_object_add(e, "message", json_object_new_string(msg));
-    mark(e, x->status, delivered);
-    json_object_object_add(m, "error", e);
-    deliver(x->j, m);
+    memset(&e, 0, sizeof e);
+    e.struct_size = sizeof e;
+    e.code = code;
+    e.delivered = *x->sent || x->status > 0;
+    e.http_status = (int32_t)x->status;
+    e.msg = msg;
+    e.error = error;
+    pthread_mutex_lock(&c->mu);
+    drop = x->j->cancelled || c->closing || c->reported;
+    pthread_mutex_unlock(&c->mu);
+    if (!drop && AUR_HAS(&c->sink, on_request_end))
+        c->sink.on_request_end(c->sink.ctx, x->j->id, &e);
 }
 
 /* The legacy initialize result names the version and (in the response
@@ -341,10 +338,16 @@ static void capture_init(struct xfer *x, struct json_object *result)
     pthread_mutex_unlock(&c->mu);
 }
 
+/*
+ * One message of a 2xx body.  A response may answer only the request
+ * this very stream carried: a response naming any other id (or a second
+ * one) is dropped and logged, whatever origin the stream came from.  An
+ * error without a usable id on our own stream is ours (we pin our id).
+ */
 static void handle_one(struct xfer *x, struct json_object *m)
 {
     struct json_object *id = NULL, *res = NULL, *error = NULL;
-    bool has_id, is_resp;
+    bool has_id, is_resp, match;
 
     if (!json_object_is_type(m, json_type_object)) {
         HTTP_LOG(x->c, AUR_LOG_DEBUG, "%s: non-object message dropped",
@@ -356,25 +359,32 @@ static void handle_one(struct xfer *x, struct json_object *m)
     is_resp = !json_object_object_get_ex(m, "method", NULL) &&
               (json_object_object_get_ex(m, "result", &res) ||
                json_object_object_get_ex(m, "error", &error));
-    if (is_resp && x->j->id && !x->got_response) {
-        bool match = has_id && json_object_equal(id, x->j->id);
-        if (error && json_object_is_type(error, json_type_object) &&
-            (match || !id || json_object_is_type(id, json_type_null))) {
-            /* Our request failed: pin the id and say how it travelled. */
-            json_object_object_add(m, "id", json_object_get(x->j->id));
-            mark(error, x->status, true);
-            x->got_response = true;
-        } else if (res && match) {
-            if (strcmp(x->j->method, "initialize") == 0 &&
-                json_object_is_type(res, json_type_object))
-                capture_init(x, res);
-            if (x->j->xh_page && json_object_is_type(res, json_type_object))
-                http_xh_on_list(x->c, x->j->xh_page == 1, res);
-            x->got_response = true;
-        }
-    } else if (!is_resp && x->j->kind == J_LISTEN) {
-        x->established = true;
+    if (!is_resp) {
+        if (x->j->kind == J_LISTEN)
+            x->established = true;
+        deliver(x->j, m);
+        return;
     }
+    match = x->j->id && has_id && json_object_equal(id, x->j->id);
+    if (!match && x->j->id && error &&
+        json_object_is_type(error, json_type_object) &&
+        (!id || json_object_is_type(id, json_type_null))) {
+        json_object_object_add(m, "id", json_object_get(x->j->id));
+        match = true;
+    }
+    if (!match || x->got_response) {
+        HTTP_LOG(x->c, AUR_LOG_WARN, "%s: dropped a response on the stream "
+                 "of %s that does not answer it", x->c->package,
+                 x->j->method[0] ? x->j->method : "a request");
+        json_object_put(m);
+        return;
+    }
+    if (res && strcmp(x->j->method, "initialize") == 0 &&
+        json_object_is_type(res, json_type_object))
+        capture_init(x, res);
+    if (res && x->j->xh_page && json_object_is_type(res, json_type_object))
+        http_xh_on_list(x->c, x->j->xh_page == 1, res);
+    x->got_response = true;
     deliver(x->j, m);
 }
 
@@ -488,6 +498,17 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     }
 }
 
+/* The legacy GET stream's state (aur_conn.get_state), for the listen
+ * hook: it waits until the stream is up or known to be absent. */
+static void get_state(struct aur_conn *c, int state)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->get_state < state)
+        c->get_state = state;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* Deadline of the current wait, or AUR_NO_DEADLINE. */
 static aur_deadline wait_deadline(struct xfer *x)
 {
@@ -525,6 +546,20 @@ static CURLcode perform(struct http_curl *hc, struct xfer *x, bool *timed_out)
             cc = CURLE_OUT_OF_MEMORY;
             break;
         }
+        if (j->kind == J_GET && !x->announced) {
+            long st = 0;
+            curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
+            if (st) {
+                char *ct = NULL;
+                curl_easy_getinfo(x->e, CURLINFO_CONTENT_TYPE, &ct);
+                x->announced = true;
+                get_state(x->c, st == 200 && ct &&
+                                        strncasecmp(ct, "text/event-stream",
+                                                    17) == 0
+                                    ? HTTP_GET_UP
+                                    : HTTP_GET_ENDED);
+            }
+        }
         if (!running) {
             msg = curl_multi_info_read(hc->multi, &left);
             cc = msg && msg->msg == CURLMSG_DONE ? msg->data.result
@@ -547,41 +582,34 @@ static CURLcode perform(struct http_curl *hc, struct xfer *x, bool *timed_out)
     return cc;
 }
 
-/* True unless the request certainly never reached a server. */
-static bool reached(struct xfer *x, CURLcode cc)
+/*
+ * Called by libcurl on every attempt, once the connection (TCP + TLS) is
+ * up and right before the request's first byte is written.  From here on
+ * the request may have reached the server, on this hop and for the whole
+ * job (sticky across hops).  libcurl silently re-sends a request whose
+ * reused keep-alive connection died; a second attempt in one hop is that
+ * re-send, and it is refused: a request that may have been written once
+ * is never written again, and its fate is reported as unknown.  (Judging
+ * only the last attempt is how a delivered call once came back "not
+ * sent: Failed to connect".)
+ */
+static int on_prereq(void *ud, char *ip, char *local_ip, int port,
+                     int local_port)
 {
-    curl_off_t pre = 0;
-    if (x->status > 0)
-        return true;
-    switch (cc) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_OUT_OF_MEMORY:
-        return false;
-    case CURLE_OPERATION_TIMEDOUT:
-        /* Still connecting or in the TLS handshake: nothing was sent. */
-        curl_easy_getinfo(x->e, CURLINFO_PRETRANSFER_TIME_T, &pre);
-        return pre > 0;
-    default:
-        return true;
-    }
+    struct xfer *x = ud;
+    (void)ip;
+    (void)local_ip;
+    (void)port;
+    (void)local_port;
+    *x->sent = true;
+    AUR_PERTURB("http.prereq");
+    return ++x->attempts > 1 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
 }
 
 /* The request body goes through a read callback, not POSTFIELDS, and
- * cannot be rewound: libcurl silently re-sends a request whose reused
- * keep-alive connection died, and a tools/call must never be sent twice.
- * Without a rewind the exchange fails (CURLE_SEND_FAIL_REWIND) and the
- * caller reports it as delivered, i.e. unknown. */
+ * cannot be rewound either (on_prereq already refuses a re-send; this is
+ * the second lock on the same door): the exchange then fails with
+ * CURLE_SEND_FAIL_REWIND and is reported as delivered, i.e. unknown. */
 static size_t read_body(char *dst, size_t size, size_t n, void *ud)
 {
     struct xfer *x = ud;
@@ -643,6 +671,8 @@ static int setup(struct http_curl *hc, struct xfer *x, const char *url,
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
     if (j->kind == J_LISTEN || j->kind == J_GET)
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     if (j->kind == J_GET) {
@@ -659,6 +689,26 @@ static int setup(struct http_curl *hc, struct xfer *x, const char *url,
     return AUR_OK;
 }
 
+/* A non-2xx body that is a JSON-RPC error for this request (its id, or
+ * none): the server's words, which end the request with that status. */
+static bool non2xx_error(struct xfer *x, struct json_object *v)
+{
+    struct json_object *e = NULL, *id = NULL;
+    if (!x->j->id || !json_object_is_type(v, json_type_object) ||
+        !json_object_object_get_ex(v, "error", &e) ||
+        !json_object_is_type(e, json_type_object))
+        return false;
+    if (json_object_object_get_ex(v, "id", &id) && id &&
+        !json_object_equal(id, x->j->id)) {
+        HTTP_LOG(x->c, AUR_LOG_WARN, "%s: an HTTP %ld error body names "
+                 "another request; ignored", x->c->package, x->status);
+        return false;
+    }
+    x->got_response = true;
+    end_request(x, AUR_E_RPC, e, "HTTP %ld", x->status);
+    return true;
+}
+
 /* After a complete hop that was not a redirect: the body's verdict. */
 static void finish(struct xfer *x)
 {
@@ -671,17 +721,12 @@ static void finish(struct xfer *x)
     if (x->btype == B_JSON || x->btype == B_ERR) {
         if (x->len > 0 &&
             HTTP_HOST(c)->json_parse(x->buf, x->len, &v, &err) == AUR_OK) {
-            if (ok2xx || j->kind == J_NOTIFY) {
+            if (ok2xx) {
                 handle_value(x, v);
             } else {
-                struct json_object *e = NULL;
                 /* Only a JSON-RPC error body speaks for a non-2xx. */
-                if (json_object_is_type(v, json_type_object) &&
-                    json_object_object_get_ex(v, "error", &e) &&
-                    json_object_is_type(e, json_type_object))
-                    handle_one(x, v);
-                else
-                    json_object_put(v);
+                non2xx_error(x, v);
+                json_object_put(v);
             }
         } else if (x->len > 0 && ok2xx) {
             HTTP_LOG(c, AUR_LOG_WARN, "%s: HTTP %ld body is not JSON "
@@ -701,15 +746,17 @@ static void finish(struct xfer *x)
                  x->status);
     } else if (!x->got_response) {
         if (x->status == 202)
-            synth(x, true, "HTTP 202 to a request");
+            end_request(x, AUR_E_PROTOCOL, NULL, "HTTP 202 to a request");
         else if (!ok2xx)
-            synth(x, true, "HTTP %ld without a JSON-RPC error body",
-                  x->status);
+            end_request(x, AUR_E_PROTOCOL, NULL,
+                        "HTTP %ld without a JSON-RPC error body", x->status);
         else if (x->btype == B_SSE)
-            synth(x, true, "HTTP %ld: stream ended before the response",
-                  x->status);
+            end_request(x, AUR_E_IO, NULL,
+                        "HTTP %ld: the stream ended before the response",
+                        x->status);
         else
-            synth(x, true, "HTTP %ld with an unusable body", x->status);
+            end_request(x, AUR_E_PROTOCOL, NULL,
+                        "HTTP %ld with an unusable body", x->status);
     }
 }
 
@@ -718,12 +765,22 @@ static void finish(struct xfer *x)
 static void after(struct xfer *x)
 {
     struct http_job *j = x->j;
+    bool get_up = false;
+    if (j->kind == J_GET) {
+        pthread_mutex_lock(&x->c->mu);
+        get_up = x->c->get_state == HTTP_GET_UP;
+        pthread_mutex_unlock(&x->c->mu);
+        get_state(x->c, HTTP_GET_ENDED);
+    }
     if (job_stopped(j))
         return;
     if (j->with_session && x->status == 404 && j->kind != J_DELETE)
         http_report_closed(x->c, AUR_E_CLOSED, "session expired (HTTP 404)");
     else if (j->kind == J_LISTEN && x->established)
         http_report_closed(x->c, AUR_E_CLOSED, "listen stream ended");
+    else if (get_up)
+        /* Changes pushed from now on could not reach us. */
+        http_report_closed(x->c, AUR_E_CLOSED, "legacy GET stream ended");
 }
 
 static bool seen_url(char **seen, int n, const char *u)
@@ -740,16 +797,19 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
     char *seen[MAX_HOPS + 2], origin[HTTP_ORIGIN_SIZE];
     char errbuf[CURL_ERROR_SIZE];
     int nseen = 0;
-    bool delivered = false;
+    bool sent = false; /* any attempt of any hop may have written it */
     struct xfer x;
 
     memset(&x, 0, sizeof x);
     x.j = j;
     x.c = c;
     x.e = hc->easy;
+    x.sent = &sent;
     snprintf(origin, sizeof origin, "%s", c->origin);
     if (!hc->easy || !(seen[nseen] = strdup(c->url))) {
-        synth(&x, false, "transport: out of memory");
+        end_request(&x, AUR_E_NOMEM, NULL, "transport: out of memory");
+        if (j->kind == J_GET)
+            get_state(c, HTTP_GET_ENDED);
         return;
     }
     nseen++;
@@ -763,37 +823,43 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
         x.j = j;
         x.c = c;
         x.e = hc->easy;
+        x.sent = &sent;
         sse_init(&x.sse, c->st->max_event);
         errbuf[0] = '\0';
         if (setup(hc, &x, url, strcmp(origin, c->origin) == 0, &hdrs,
                   errbuf) != AUR_OK) {
             curl_slist_free_all(hdrs);
-            synth(&x, delivered, "transport: out of memory");
+            end_request(&x, AUR_E_NOMEM, NULL, "transport: out of memory");
+            after(&x);
             break;
         }
         cc = perform(hc, &x, &timed_out);
         curl_slist_free_all(hdrs);
         if (x.btype == B_UNSET)
             classify(&x);
-        if (job_stopped(j))
+        if (job_stopped(j)) {
+            after(&x);
             break; /* cancelled or closing: silence */
-        delivered = delivered || reached(&x, cc);
+        }
         if (cc != CURLE_OK && !x.done && !x.too_big) {
             if (!x.got_response)
-                synth(&x, delivered, "transport: %s",
-                      timed_out ? "no response before the deadline"
-                      : cc == CURLE_SEND_FAIL_REWIND
-                          ? "the connection was lost after the request "
-                            "was sent (never re-sent)"
-                      : errbuf[0] ? errbuf
-                                  : curl_easy_strerror(cc));
+                end_request(&x, timed_out ? AUR_E_TIMEOUT : AUR_E_IO, NULL,
+                            "transport: %s",
+                            timed_out ? "no response before the deadline"
+                            : x.attempts > 1 || cc == CURLE_SEND_FAIL_REWIND
+                                ? "the connection was lost after the "
+                                  "request may have been sent (never "
+                                  "re-sent)"
+                            : errbuf[0] ? errbuf
+                                        : curl_easy_strerror(cc));
             after(&x);
             break;
         }
         if (x.too_big) {
             if (!x.got_response)
-                synth(&x, true, "HTTP %ld: response over the size limit",
-                      x.status);
+                end_request(&x, AUR_E_LIMIT, NULL,
+                            "HTTP %ld: response over the size limit",
+                            x.status);
             after(&x);
             break;
         }
@@ -803,23 +869,26 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
             char *next = NULL;
             if (curl_easy_header(hc->easy, "Location", 0, CURLH_HEADER, -1,
                                  &h) != CURLHE_OK || !h) {
-                synth(&x, true, "HTTP %ld without a Location", x.status);
+                end_request(&x, AUR_E_PROTOCOL, NULL,
+                            "HTTP %ld without a Location", x.status);
+                after(&x);
                 break;
             }
             if (http_url_redirect(url, h->value, &next, origin, &err) !=
                 AUR_OK) {
-                synth(&x, true, "HTTP %ld: %s", x.status, err.msg);
+                end_request(&x, AUR_E_PROTOCOL, NULL, "HTTP %ld: %s",
+                            x.status, err.msg);
+                after(&x);
                 break;
             }
-            if (seen_url(seen, nseen, next)) {
+            if (seen_url(seen, nseen, next) || nseen > MAX_HOPS) {
+                bool loop = seen_url(seen, nseen, next);
                 free(next);
-                synth(&x, true, "HTTP %ld: redirect loop", x.status);
-                break;
-            }
-            if (nseen > MAX_HOPS) {
-                free(next);
-                synth(&x, true, "HTTP %ld: more than %d redirects", x.status,
-                      MAX_HOPS);
+                end_request(&x, AUR_E_PROTOCOL, NULL,
+                            loop ? "HTTP %ld: redirect loop"
+                                 : "HTTP %ld: more than 5 redirects",
+                            x.status);
+                after(&x);
                 break;
             }
             seen[nseen++] = next;
@@ -828,8 +897,10 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
             continue;
         }
         if (x.status >= 300 && x.status < 400) {
-            synth(&x, true, "HTTP %ld: redirect not followed (only 307 and "
-                  "308 are)", x.status);
+            end_request(&x, AUR_E_PROTOCOL, NULL,
+                        "HTTP %ld: redirect not followed (only 307 and 308 "
+                        "are)", x.status);
+            after(&x);
             break;
         }
         sse_finish(&x.sse);

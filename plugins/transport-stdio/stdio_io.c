@@ -26,6 +26,8 @@
 
 #include <json-c/json.h>
 
+#include "aur_perturb.h"
+
 #define CHUNK (64 * 1024)
 /* A shrunken line buffer is kept up to this size between frames. */
 #define KEEP_LINE_CAP (1024 * 1024)
@@ -193,6 +195,7 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
         limit_exceeded(ch);
         return false;
     }
+    AUR_PERTURB("stdio.frame");
     if (sink->on_text) {
         /* The host parses (or reads a call's reply without a tree). */
         if (!sink_enter(ch, false))
@@ -602,6 +605,7 @@ static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
         if (*done < len)
             iov[cnt++] = (struct iovec){(void *)(buf + *done), len - *done};
         iov[cnt++] = (struct iovec){(void *)"\n", 1};
+        AUR_PERTURB("stdio.write");
         n = writev(fd, iov, cnt);
         if (n > 0) {
             *done += (size_t)n;
@@ -649,7 +653,7 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
             stdio_ids_remove(ch, id);
             pthread_mutex_unlock(&ch->mu);
         }
-        return aur_fail(err, AUR_E_CLOSED, 0, "%s: %s", pkg,
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: %s", pkg,
                         ch->in_broken ? "stdin framing lost by an "
                                         "earlier failed write"
                                       : "App process has exited");
@@ -686,12 +690,26 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
     }
     if (rc == AUR_E_CLOSED || done > 0)
         ch->in_broken = true;
+    /* Some bytes out and no newline: the App may still read them as a
+     * message (a last line without LF is a frame to many readers), so
+     * only a write that put nothing in the pipe is "not sent". */
+    if (done > 0)
+        return aur_fail(err, rc, eno,
+                        "%s: %s after %zu of %zu bytes; the message may "
+                        "have reached the App",
+                        pkg,
+                        rc == AUR_E_TIMEOUT  ? "App did not read its stdin "
+                                               "before the deadline"
+                        : rc == AUR_E_CLOSED ? "App closed its stdin"
+                                             : "write to App stdin failed",
+                        done, len + 1);
     if (rc == AUR_E_TIMEOUT)
-        return aur_fail(err, rc, 0,
-                        "%s: App did not read its stdin before the "
-                        "deadline (%zu of %zu bytes written)",
-                        pkg, done, len + 1);
+        return aur_fail(err, AUR_E_NOT_SENT, rc,
+                        "%s: App did not read its stdin before the deadline",
+                        pkg);
     if (rc == AUR_E_CLOSED)
-        return aur_fail(err, rc, EPIPE, "%s: App closed its stdin", pkg);
-    return aur_fail(err, rc, eno, "%s: write to App stdin failed", pkg);
+        return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: App closed its stdin",
+                        pkg);
+    return aur_fail(err, AUR_E_NOT_SENT, eno, "%s: write to App stdin failed",
+                    pkg);
 }

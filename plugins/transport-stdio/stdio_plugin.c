@@ -242,11 +242,11 @@ static int token_take(struct aur_conn *c, aur_deadline dl,
     while (c->writing && stdio_cond_wait(h, &c->cv, &c->mu, dl))
         ;
     if (c->writing)
-        rc = aur_fail(err, AUR_E_TIMEOUT, 0, "%s: another send held stdin "
-                      "past the deadline", c->package);
+        rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_TIMEOUT, "%s: another send "
+                      "held stdin past the deadline", c->package);
     else if (c->closing)
-        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s: connection is closing",
-                      c->package);
+        rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED,
+                      "%s: connection is closing", c->package);
     else
         c->writing = true;
     pthread_mutex_unlock(&c->mu);
@@ -268,13 +268,13 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
     int rc;
 
     if (!c || !s)
-        return aur_fail(err, AUR_E_INVAL, 0, "send: no message");
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_INVAL, "send: no message");
     rc = token_take(c, dl, err);
     if (rc != AUR_OK)
         return rc;
     ch = c->child;
     if (!ch)
-        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s: no App process",
+        rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: no App process",
                       c->package);
     else
         rc = stdio_child_write(ch, s, len, dl, err);
@@ -293,11 +293,11 @@ static int stdio_send(struct aur_conn *c, struct json_object *msg,
     const char *s;
 
     if (!c || !msg)
-        return aur_fail(err, AUR_E_INVAL, 0, "send: no message");
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_INVAL, "send: no message");
     /* Compact: one line, no raw newline can appear (json-c escapes). */
     s = json_object_to_json_string_length(msg, SERIALISE_FLAGS, &len);
     if (!s)
-        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s: cannot serialise",
+        return aur_fail(err, AUR_E_NOT_SENT, ENOMEM, "%s: cannot serialise",
                         c->package);
     return stdio_send_text(c, s, len, dl, err);
 }

@@ -204,9 +204,8 @@ int err_code(struct json_object *m)
 
 bool marker(struct json_object *m, int *status, bool *delivered)
 {
-    struct json_object *d, *t, *v;
-    if (!json_object_object_get_ex(err_of(m), "data", &d) ||
-        !json_object_object_get_ex(d, "org.aurorabot/transport", &t))
+    struct json_object *t, *v;
+    if (!json_object_object_get_ex(m, "_end", &t))
         return false;
     *status = json_object_object_get_ex(t, "http_status", &v)
                   ? json_object_get_int(v)

@@ -47,7 +47,9 @@ struct json_object *note(const char *method);
 /* Send and assert AUR_OK. */
 void send_ok(struct aur_conn *c, struct json_object *m);
 
-/* Error object of a response, code, message; transport marker. */
+/* Error object of a response, code, message.  marker: the request end
+ * (on_request_end, recorded by the test sink under "_end"); false for a
+ * response the server sent. */
 struct json_object *err_of(struct json_object *m);
 int err_code(struct json_object *m);
 bool marker(struct json_object *m, int *status, bool *delivered);

@@ -286,9 +286,45 @@ static void on_closed(void *ctx, const struct aur_error *why)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* SINK has no on_text: it is a host before ABI 1.2, so transports take
- * the json_parse + on_message path with it. */
-const struct aur_sink SINK = {sizeof SINK, &R, on_message, on_closed, NULL};
+/* A request's end (ABI 1.3) is recorded in the same queue, as a test-side
+ * object: {"id":<id>,"error":<the server's error or {"code":0,
+ * "message":msg}>,"_end":{"code","delivered","http_status","msg"}}, so
+ * tests find it by id like a response.  No transport ever sends this. */
+static void on_request_end(void *ctx, struct json_object *id,
+                           const struct aur_request_end *e)
+{
+    struct json_object *m = json_object_new_object(), *end, *err = NULL;
+
+    json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(m, "id",
+                           json_object_deep_copy(id, &err, NULL) == 0 ? err
+                                                                      : NULL);
+    err = NULL;
+    if (e->error && json_object_deep_copy(e->error, &err, NULL) != 0)
+        err = NULL;
+    if (!err) {
+        err = json_object_new_object();
+        json_object_object_add(err, "code", json_object_new_int(0));
+        json_object_object_add(err, "message",
+                               json_object_new_string(e->msg ? e->msg : ""));
+    }
+    json_object_object_add(m, "error", err);
+    end = json_object_new_object();
+    json_object_object_add(end, "code", json_object_new_int(e->code));
+    json_object_object_add(end, "delivered",
+                           json_object_new_boolean(e->delivered != 0));
+    json_object_object_add(end, "http_status",
+                           json_object_new_int(e->http_status));
+    json_object_object_add(end, "msg",
+                           json_object_new_string(e->msg ? e->msg : ""));
+    json_object_object_add(m, "_end", end);
+    on_message(ctx, m);
+}
+
+/* SINK has no on_text: transports take the json_parse + on_message path
+ * with it. */
+const struct aur_sink SINK = {sizeof SINK, &R, on_message, on_closed, NULL,
+                              on_request_end};
 
 /* TEXT_SINK: an ABI 1.2 host.  Frames arrive as text; each is parsed the
  * way the core does (objects only), recorded like SINK's, and a response
@@ -327,8 +363,8 @@ static int on_text(void *ctx, const char *buf, size_t len,
     return AUR_OK;
 }
 
-const struct aur_sink TEXT_SINK = {sizeof TEXT_SINK, &R, text_direct,
-                                   on_closed, on_text};
+const struct aur_sink TEXT_SINK = {sizeof TEXT_SINK, &R,     text_direct,
+                                   on_closed,        on_text, on_request_end};
 
 static void abs_in(struct timespec *ts, int ms)
 {

@@ -54,6 +54,10 @@ struct aur_tool_output {
     const char *const *publish;
     size_t n_observe, n_publish;
     void *owned; /* the host's: what aur_tool_output_clear frees */
+    /* The bytes of content, which may hold U+0000 (a tool's text is kept
+     * whole); content is NUL-terminated as well.  A builtin may leave it
+     * 0: the host then measures content with strlen. */
+    size_t content_len;
 };
 
 void aur_tool_output_clear(struct aur_tool_output *out);

@@ -11,6 +11,8 @@
  *   1.0  2026-12-02  first release.
  *   1.1  2026-12-02  aur_host.world_write_batch.
  *   1.2  2026-12-02  aur_sink.on_text.
+ *   1.3  2026-12-03  AUR_E_NOT_SENT, aur_sink.on_request_end,
+ *                    aur_transport_ops.listen.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -37,7 +39,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 2
+#define AUR_ABI_MINOR 3
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -85,7 +87,9 @@ struct json_object;
     X(AUR_E_SCOPE, -20, "scope_invalid", "scope resolution failed")          \
     X(AUR_E_CANCELLED, -21, "cancelled", "cancelled by shutdown")            \
     X(AUR_E_UNAVAILABLE, -22, "app_unavailable", "the App is not connected") \
-    X(AUR_E_EVENT, -23, "event_invalid", "invalid business event")
+    X(AUR_E_EVENT, -23, "event_invalid", "invalid business event")         \
+    X(AUR_E_NOT_SENT, -24, "not_sent",                                       \
+      "not sent: no byte of the message left the host")
 
 enum aur_rc {
 #define AUR__RC_ENUM(e, v, w, d) e = (v),
@@ -344,6 +348,30 @@ enum { /* capability bits, append-only */
 };
 
 /*
+ * How a request ended without a JSON-RPC response of its own, as only the
+ * transport can know it (ABI 1.3, aur_sink.on_request_end).  Everything
+ * here is a fact the transport observed itself, never something read out
+ * of a message's data: a server cannot set any of it.
+ */
+struct aur_request_end {
+    uint32_t struct_size;
+    int32_t code;        /* why, an aur_rc: AUR_E_IO (network, reset),
+                            AUR_E_TIMEOUT, AUR_E_PROTOCOL (an unusable
+                            answer), AUR_E_LIMIT (over a size budget),
+                            AUR_E_RPC (see error) */
+    int32_t delivered;   /* 0 only when no byte of the request can have
+                            reached the server (it failed before the
+                            request was handed to any connection); any
+                            doubt is 1 */
+    int32_t http_status; /* the last HTTP status seen; 0 = none, not HTTP */
+    const char *msg;     /* one line for people, no secrets (borrowed) */
+    /* The JSON-RPC error object the server sent with a non-2xx HTTP
+     * status (code AUR_E_RPC), else NULL (borrowed): the server's words,
+     * reported as such. */
+    struct json_object *error;
+};
+
+/*
  * The single receive path.  Host-owned; valid from open() until close()
  * returns.  Transports call it from their own threads.
  */
@@ -370,6 +398,21 @@ struct aur_sink {
     int (*on_text)(void *ctx, const char *buf, size_t len,
                    void (*on_response)(void *arg, int64_t id), void *arg,
                    struct aur_error *err);
+
+    /* --- ABI 1.3 --- */
+
+    /*
+     * The request sent with this id (borrowed; the id as it went out)
+     * ended without a JSON-RPC response on the way it was sent: an HTTP
+     * status without a JSON-RPC body, a stream that broke, a refused
+     * connection, our own deadline.  end borrowed for the call.  At most
+     * once per request, never for a request whose response was delivered.
+     * A transport never invents a JSON-RPC message to say this, and the
+     * host never reads such facts out of a message.  Any thread,
+     * non-blocking.
+     */
+    void (*on_request_end)(void *ctx, struct json_object *id,
+                           const struct aur_request_end *end);
 };
 
 struct aur_conn; /* opaque; each transport defines its own */
@@ -406,8 +449,15 @@ struct aur_transport_ops {
                 const struct aur_sink *sink, aur_deadline dl,
                 struct aur_conn **out, uint32_t *out_caps,
                 struct aur_error *err);
-    /* Serialise msg (borrowed) before returning.  AUR_OK means accepted,
-     * never that a reply arrived: replies come through the sink. */
+    /*
+     * Serialise msg (borrowed) before returning.  AUR_OK means accepted,
+     * never that a reply arrived: replies come through the sink.
+     * Failure says what left: AUR_E_NOT_SENT promises that no byte of msg
+     * can have reached the server (the host reports such a call
+     * `failed`, safe to retry); ANY other failure means some bytes may
+     * have left (a partial write), and the host reports the call
+     * `unknown`.  When in doubt, do not say AUR_E_NOT_SENT.
+     */
     int (*send)(struct aur_conn *c, struct json_object *msg, aur_deadline dl,
                 struct aur_error *err);
     /* Synchronous: afterwards no sink calls, threads joined, c freed. */
@@ -426,10 +476,27 @@ struct aur_transport_ops {
                   struct aur_error *err);
     /* Optional: send a message the core already serialised (one compact
      * JSON object, len bytes, no newline; borrowed).  Same contract as
-     * send.  Lets the hot call path skip building a json-c tree only to
-     * print it again. */
+     * send, AUR_E_NOT_SENT included.  It always begins exactly
+     * {"jsonrpc":"2.0","id":<decimal integer>,"method":" so a transport
+     * may read the id from those bytes.  Lets the hot call path skip
+     * building a json-c tree only to print it again. */
     int (*send_text)(struct aur_conn *c, const char *json, size_t len,
                      aur_deadline dl, struct aur_error *err);
+
+    /* --- ABI 1.3 --- */
+
+    /*
+     * Optional: make sure the channel on which the server pushes messages
+     * that answer no request (notifications/tools/list_changed above all)
+     * is established, bounded by dl.  Called once, after set_protocol and
+     * before the first tools/list, so no change during the listing can be
+     * missed.  AUR_OK = established (or always there, as on stdio);
+     * AUR_DECLINE = the server offers none (it can then only push inside
+     * the response streams of our own requests); negative = failed (the
+     * App's startup fails in phase catalog/listen).  Without the hook the
+     * host assumes the channel is there once open returns.
+     */
+    int (*listen)(struct aur_conn *c, aur_deadline dl, struct aur_error *err);
 };
 
 /* ------------------------------------------------------------------ */

@@ -1,0 +1,136 @@
+/*
+ * rpc_int.h - private to the JSON-RPC layer (rpc.c, rpc_recv.c,
+ * rpc_queue.c).
+ *
+ *   rpc.c        open, close, reopen; the caller's side: request, wait,
+ *                abandon, notify
+ *   rpc_recv.c   the sink the transport calls: correlation of responses
+ *                and request ends, the notification budget, what is
+ *                refused and why
+ *   rpc_queue.c  the dispatch queue and its thread (notifications,
+ *                server requests, detached responses, the close item)
+ *
+ * Calls go rpc.c -> rpc_recv.c -> rpc_queue.c, never back.
+ *
+ * Locking: r->mu guards every field below it in struct aur__rpc and
+ * every pending's state, reply, text and end.  Nothing is called with
+ * r->mu held that could take another lock of ours, except the transport
+ * never: the transport is only called without r->mu.
+ */
+#ifndef AUR_RPC_INT_H
+#define AUR_RPC_INT_H
+
+#include "aur_setup.h"
+
+#include "rpc.h"
+
+#include <pthread.h>
+
+#define AUR__RPC_BUCKETS 64
+
+enum aur__pstate { P_WAITING = 0, P_DONE, P_ENDED, P_CLOSED, P_CANCELLED };
+
+struct aur__pending {
+    struct json_object *id; /* as sent, with its JSON type; own object */
+    int64_t num;
+    char *sid; /* NULL for integer ids */
+    pthread_cond_t cv;
+    struct json_object *reply;
+    char *text;   /* or the reply's joined text (call_reply.c) */
+    size_t text_len;
+    bool text_ok; /* the waiter takes a reply as text */
+    enum aur__pstate state;
+    struct aur__rpc_end end; /* P_ENDED, and http_status of a P_DONE
+                                reply that came with a non-2xx status */
+    bool in_table;
+    bool detached; /* its reply goes to dispatch; freed at close */
+    /* 1 (the owner) + 1 while a completion signals after unlocking: the
+     * last one out frees. */
+    int refs;
+    struct aur__pending *next;
+    struct aur__pending *dnext; /* r->detached list */
+};
+
+struct aur__qitem {
+    struct json_object *msg; /* NULL: the connection closed, or an end */
+    unsigned gen;
+    unsigned stamp; /* what handlers.ordered said when it arrived */
+    bool has_err;
+    struct aur_error err;
+    struct json_object *end_id; /* a detached request's end (own object) */
+    struct aur__rpc_end end;
+    struct aur__qitem *next;
+};
+
+struct aur__rpc {
+    const struct aur_transport_ops *ops;
+    void *tstate;
+    struct aur_conn *conn;
+    struct aur_sink sink;
+    struct aur__rpc_handlers h;
+    struct aur__rpc_limits lim;
+    char tag[192];
+
+    pthread_mutex_t mu; /* everything below */
+    struct aur__pending *table[AUR__RPC_BUCKETS];
+    struct aur__pending *detached;
+    size_t npending;
+    size_t text_waiters; /* text_ok entries; read without mu by sink_text */
+    int64_t next_id;
+    bool closed;
+    struct aur_error close_err; /* why the transport ended, for waiters */
+    bool cancelled;
+    unsigned gen; /* bumped by reopen: stale queue items are dropped */
+    struct aur__rpc_stats stats;
+    /* notification budget (see aur__rpc_limits) */
+    int64_t tokens;    /* in thousandths of a message */
+    int64_t refill_at; /* aur__now_ms of the last refill */
+    bool faulty;       /* also read without mu (atomic) on the fast path */
+    bool close_reported; /* handlers.closed is queued for this gen */
+    pthread_cond_t fcv;  /* wakes readers parked on a faulty connection */
+
+    pthread_cond_t qcv;
+    pthread_cond_t qspace; /* signalled when the queue has room */
+    struct aur__qitem *qhead, *qtail;
+    size_t qlen;
+    bool stopping;  /* close began: the queue drains, then the thread ends */
+    pthread_t thread;
+    bool thread_started;
+};
+
+/* ---- rpc_recv.c ---------------------------------------------------- */
+
+/* Fill r->sink with the receive hooks. */
+void aur__rpc_sink_init(struct aur__rpc *r);
+
+/* The pending table; r->mu held. */
+struct aur__pending *aur__rpc_table_find(struct aur__rpc *r, int64_t num,
+                                         const char *sid);
+void aur__rpc_table_add(struct aur__rpc *r, struct aur__pending *p);
+void aur__rpc_table_remove(struct aur__rpc *r, struct aur__pending *p);
+/* Fail every table entry with state s. */
+void aur__rpc_fail_all(struct aur__rpc *r, enum aur__pstate s);
+/* Drop one reference (any thread, no lock). */
+void aur__rpc_pending_free(struct aur__pending *p);
+/* Set while this thread is inside the transport's send_text: a transport
+ * may read replies on the sending thread (transport-stdio does, for a
+ * lone tools/call), and such a reader is never parked on a faulty
+ * connection. */
+extern _Thread_local bool aur__rpc_in_send_text;
+
+/* ---- rpc_queue.c --------------------------------------------------- */
+
+/* Queue an item for the dispatch thread (q allocated by the caller,
+ * transfer).  bounded: wait for room (backpressure) up to a bound, then
+ * shed it (counted).  first: put it at the head.  Takes r->mu. */
+void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
+                      bool first);
+/* A message item (msg transfer) with its arrival stamp. */
+void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
+                          unsigned stamp, bool bounded);
+/* The dispatch thread body (arg: r). */
+void *aur__rpc_dispatch_main(void *arg);
+/* Free what is left in the queue (close; no thread left). */
+void aur__rpc_queue_free(struct aur__rpc *r);
+
+#endif

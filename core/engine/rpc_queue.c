@@ -1,0 +1,183 @@
+/*
+ * rpc_queue.c - the dispatch queue and its thread (see rpc_int.h).
+ *
+ * Notifications, server requests, responses to detached requests and the
+ * end of the connection are handled one at a time on this thread, in
+ * arrival order, so the owner's handlers never run concurrently.
+ */
+#include "aur_setup.h"
+
+#include "aur_perturb.h"
+#include "clock.h"
+#include "log.h"
+#include "rpc_int.h"
+
+#include <json-c/json.h>
+
+/* How long a full queue makes the reader wait before it sheds. */
+#define QUEUE_WAIT_MS 10000
+/* How long close lets the dispatch thread finish what arrived before it
+ * began (what arrives later is stamped as such and handled cheaply). */
+#define DRAIN_MS 2000
+
+void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
+                      bool first)
+{
+    pthread_mutex_lock(&r->mu);
+    /* Backpressure, not loss: a flooding server waits for us (its pipe
+     * fills up) until the dispatch thread has caught up; only a
+     * dispatcher stuck for QUEUE_WAIT_MS makes us drop. */
+    if (bounded && r->qlen >= r->lim.max_queue) {
+        aur_deadline dl = aur__now_ms() + QUEUE_WAIT_MS;
+        while (r->qlen >= r->lim.max_queue && !r->stopping)
+            if (aur__cond_wait_until(&r->qspace, &r->mu, dl) == ETIMEDOUT)
+                break;
+    }
+    if (bounded && r->qlen >= r->lim.max_queue) {
+        r->stats.dropped_notifications++;
+        uint64_t n = r->stats.dropped_notifications;
+        pthread_mutex_unlock(&r->mu);
+        if ((n & 1023) == 1)
+            aur__log(AUR_LOG_WARN, r->tag,
+                     "notification queue full: dropping server messages");
+        json_object_put(q->msg);
+        json_object_put(q->end_id);
+        free(q);
+        return;
+    }
+    q->gen = r->gen;
+    if (first) {
+        q->next = r->qhead;
+        r->qhead = q;
+        if (!r->qtail)
+            r->qtail = q;
+    } else {
+        q->next = NULL;
+        if (r->qtail)
+            r->qtail->next = q;
+        else
+            r->qhead = q;
+        r->qtail = q;
+    }
+    r->qlen++;
+    pthread_cond_signal(&r->qcv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
+                          unsigned stamp, bool bounded)
+{
+    struct aur__qitem *q = calloc(1, sizeof *q);
+    if (!q) {
+        json_object_put(msg);
+        return;
+    }
+    q->msg = msg;
+    q->stamp = stamp;
+    aur__rpc_enqueue(r, q, bounded, false);
+}
+
+static void answer_request(struct aur__rpc *r, struct json_object *msg,
+                           const char *method, struct json_object *params)
+{
+    struct json_object *id = NULL, *reply = json_object_new_object();
+    struct json_object *result = NULL;
+    struct aur_error err;
+
+    json_object_object_get_ex(msg, "id", &id);
+    if (r->h.request)
+        result = r->h.request(r->h.ud, method, params);
+    json_object_object_add(reply, "jsonrpc", json_object_new_string("2.0"));
+    json_object_object_add(reply, "id", json_object_get(id));
+    if (result) {
+        json_object_object_add(reply, "result", result);
+    } else {
+        struct json_object *e = json_object_new_object();
+        json_object_object_add(e, "code", json_object_new_int(-32601));
+        json_object_object_add(e, "message",
+                               json_object_new_string("Method not found"));
+        json_object_object_add(reply, "error", e);
+    }
+    if (r->ops->send(r->conn, reply, aur__now_ms() + 5000, &err) != AUR_OK)
+        aur__log(AUR_LOG_DEBUG, r->tag, "could not answer %s: %s", method,
+                 err.msg);
+    json_object_put(reply);
+}
+
+static void handle(struct aur__rpc *r, struct aur__qitem *q)
+{
+    struct json_object *m = NULL, *params = NULL;
+    const char *method;
+
+    if (q->end_id) {
+        if (r->h.ended)
+            r->h.ended(r->h.ud, q->end_id, &q->end);
+        return;
+    }
+    if (!q->msg) {
+        if (r->h.closed)
+            r->h.closed(r->h.ud, q->has_err ? &q->err : NULL);
+        return;
+    }
+    json_object_object_get_ex(q->msg, "method", &m);
+    json_object_object_get_ex(q->msg, "params", &params);
+    method = json_object_get_string(m);
+    if (!method) {
+        if (r->h.response)
+            r->h.response(r->h.ud, q->msg);
+    } else if (json_object_object_get_ex(q->msg, "id", NULL)) {
+        answer_request(r, q->msg, method, params);
+    } else if (r->h.notification) {
+        r->h.notification(r->h.ud, method, params, q->msg, q->stamp);
+    }
+}
+
+void *aur__rpc_dispatch_main(void *arg)
+{
+    struct aur__rpc *r = arg;
+    aur_deadline drain_dl = AUR_NO_DEADLINE;
+
+    for (;;) {
+        struct aur__qitem *q;
+        pthread_mutex_lock(&r->mu);
+        while (!r->qhead && !r->stopping)
+            pthread_cond_wait(&r->qcv, &r->mu);
+        if (r->stopping && drain_dl == AUR_NO_DEADLINE)
+            drain_dl = aur__now_ms() + DRAIN_MS;
+        q = r->qhead;
+        /* Closing: what arrived before is still handled (bounded); an
+         * empty queue or the drain deadline ends the thread. */
+        if (!q || (r->stopping && aur__now_ms() >= drain_dl)) {
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
+        r->qhead = q->next;
+        if (!r->qhead)
+            r->qtail = NULL;
+        r->qlen--;
+        pthread_cond_signal(&r->qspace);
+        bool stale = q->gen != r->gen;
+        pthread_mutex_unlock(&r->mu);
+
+        AUR_PERTURB("rpc.dispatch");
+        /* A stale item comes from a connection that reopen replaced. */
+        if (!stale)
+            handle(r, q);
+        json_object_put(q->msg);
+        json_object_put(q->end_id);
+        free(q);
+    }
+    return NULL;
+}
+
+void aur__rpc_queue_free(struct aur__rpc *r)
+{
+    for (struct aur__qitem *q = r->qhead, *n; q; q = n) {
+        n = q->next;
+        json_object_put(q->msg);
+        json_object_put(q->end_id);
+        free(q);
+    }
+    r->qhead = r->qtail = NULL;
+    r->qlen = 0;
+}

@@ -326,17 +326,27 @@ static int parse_transport(struct app_doc *d)
         return fail_kv(d, kv, "must be stdio or streamable_http");
     stdio = d->a->transport == AUR__T_STDIO;
     other = aur__ini_find(d->ini, stdio ? "http" : "stdio");
+    if (other && other->cfg.n > 0) {
+        /* Name the first key that cannot apply, on its own line (a url
+         * in [http] of a stdio App, a command in [stdio] of an HTTP
+         * one), rather than only the section header. */
+        const struct aur__kv *x = &other->cfg.kv[0];
+        return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
+                             "[%s] is not allowed with transport = %s "
+                             "(line %d)",
+                             other->cfg.section, kv->value, kv->line);
+    }
     if (other) {
         snprintf(key, sizeof key, "[%s]", other->cfg.section);
         return aur__cfg_fail(d->ctx, d->ini->file, other->line, key,
-                             "not allowed with transport = %s", kv->value);
+                             "not allowed with transport = %s (line %d)",
+                             kv->value, kv->line);
     }
     d->ep = aur__ini_find(d->ini, stdio ? "stdio" : "http");
-    if (!d->ep) {
-        snprintf(key, sizeof key, "[%s]", stdio ? "stdio" : "http");
-        return aur__cfg_fail(d->ctx, d->ini->file, kv->line, key,
-                             "transport = %s needs this section", kv->value);
-    }
+    if (!d->ep)
+        return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
+                             "%s needs a [%s] section", kv->value,
+                             stdio ? "stdio" : "http");
     if (!has_plugin(d->c, stdio ? "transport-stdio" : "transport-http"))
         return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
                              "needs plugin %s in host.ini plugins",

@@ -80,7 +80,7 @@ static int add_section(struct rd *r, const char *name, size_t n)
         return r->rc = aur__cfg_nomem(r->ctx, ini->file);
     if (*nm == '\0') {
         free(nm);
-        return rd_fail(r, NULL, "empty section name");
+        return rd_fail(r, "[]", "empty section name");
     }
     for (i = 0; i < ini->nsecs; i++) {
         if (strcmp(ini->secs[i].cfg.section, nm) == 0) {
@@ -114,10 +114,17 @@ static int add_kv(struct rd *r, const char *key, size_t klen,
     struct aur__ini_sec *sec;
     struct aur__kv *kv;
 
-    if (r->ini->nsecs == 0)
-        return rd_fail(r, NULL, "key outside any [section]");
     if (klen == 0)
         return rd_fail(r, NULL, "empty key name");
+    if (r->ini->nsecs == 0) {
+        char name[64];
+        char *k = dup_trimmed(key, klen);
+        if (!k)
+            return r->rc = aur__cfg_nomem(r->ctx, r->ini->file);
+        snprintf(name, sizeof name, "%s", k);
+        free(k);
+        return rd_fail(r, name, "key outside any [section]");
+    }
     sec = &r->ini->secs[r->ini->nsecs - 1];
     if (sec->cfg.n == sec->cap) {
         size_t cap = sec->cap ? sec->cap * 2 : 8;
@@ -194,10 +201,38 @@ static bool control_free(const char *s, size_t n)
     return true;
 }
 
+/*
+ * The key of a raw "key = value" line (inih's split: the first '=' or
+ * ':'), blank-trimmed, into out; "" when the line is a comment or a
+ * header, has no separator, or its key is not clean text itself.  For
+ * errors found before the line is split: a control character or bad
+ * UTF-8 in a value still names its key.
+ */
+static void raw_key(const char *s, size_t n, char *out, size_t outn)
+{
+    size_t i, k;
+
+    *out = '\0';
+    while (n > 0 && blank((unsigned char)*s))
+        s++, n--;
+    if (n == 0 || *s == ';' || *s == '#' || *s == '[')
+        return;
+    for (i = 0; i < n && s[i] != '=' && s[i] != ':'; i++)
+        ;
+    if (i == n)
+        return;
+    for (k = i; k > 0 && blank((unsigned char)s[k - 1]); k--)
+        ;
+    if (k == 0 || !control_free(s, k) || aur__utf8_len(s, k) < 0)
+        return;
+    snprintf(out, outn, "%.*s", (int)k, s);
+}
+
 static char *reader(char *str, int num, void *stream)
 {
     struct rd *r = stream;
     const char *s, *eol;
+    char key[64];
     size_t n;
 
     if (r->rc != AUR_OK || r->pos >= r->len || num < 8)
@@ -209,11 +244,13 @@ static char *reader(char *str, int num, void *stream)
     r->line++;
     r->longline = NULL;
     if (!control_free(s, n)) {
-        rd_fail(r, NULL, "control character in line");
+        raw_key(s, n, key, sizeof key);
+        rd_fail(r, key, "control character in line");
         return NULL;
     }
     if (aur__utf8_len(s, n) < 0) {
-        rd_fail(r, NULL, "line is not valid UTF-8");
+        raw_key(s, n, key, sizeof key);
+        rd_fail(r, key, "line is not valid UTF-8");
         return NULL;
     }
     while (n > 0 && blank((unsigned char)*s))
@@ -232,7 +269,10 @@ static char *reader(char *str, int num, void *stream)
              eol++, rest--)
             ;
         if (rest > 0 && *eol != ';' && *eol != '#') {
-            rd_fail(r, NULL, "text after [section] header");
+            char *nm = dup_trimmed(s + 1, (size_t)(close - s - 1));
+            snprintf(key, sizeof key, "[%.60s]", nm ? nm : "");
+            free(nm);
+            rd_fail(r, key, "text after [section] header");
             return NULL;
         }
         if (add_section(r, s + 1, (size_t)(close - s - 1)) != AUR_OK)

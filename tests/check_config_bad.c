@@ -115,15 +115,25 @@ static const struct bad bads[] = {
     {"unterminated header", HOST_ALL "[mcp\n", NULL, NULL, NULL, NULL,
      "host.ini", 7, ""},
     {"key before section", "plugins = x\n" HOST_ALL, NULL, NULL, NULL, NULL,
-     "host.ini", 1, ""},
+     "host.ini", 1, "plugins"},
     {"long garbage line", HOST_ALL X100 X100 X100 "\n", NULL, NULL, NULL,
      NULL, "host.ini", 7, ""},
     {"long unknown key", HOST_ALL "k" X100 X100 " = 1\n", NULL, NULL, NULL,
      NULL, "host.ini", 7, "k" X10 X10 X10 X10 X10 X10 "xx"},
     {"control char", HOST_ALL "max_pages = 1\x02\n", NULL, NULL, NULL, NULL,
-     "host.ini", 7, ""},
+     "host.ini", 7, "max_pages"},
+    {"control char in key", HOST_ALL "max\x02pages = 1\n", NULL, NULL, NULL,
+     NULL, "host.ini", 7, ""},
+    {"control char, colon", HOST_ALL "  max_tools : 1\x7f\x01\n", NULL, NULL,
+     NULL, NULL, "host.ini", 7, "max_tools"},
     {"bad utf-8", HOST_ALL "; \xff\n", NULL, NULL, NULL, NULL, "host.ini", 7,
      ""},
+    {"bad utf-8 value", HOST_ALL "max_pages = 1\xc3\n", NULL, NULL, NULL,
+     NULL, "host.ini", 7, "max_pages"},
+    {"text after header", HOST_ALL "[transport-stdio] x = 1\n", NULL, NULL,
+     NULL, NULL, "host.ini", 7, "[transport-stdio]"},
+    {"empty section name", HOST_ALL "[ ]\n", NULL, NULL, NULL, NULL,
+     "host.ini", 7, "[]"},
     /* [app] */
     {"no [app]", NULL, "[stdio]\ncommand = x\nworking_dir = .\n", NULL, NULL,
      NULL, "apps.d/a.ini", 0, "[app]"},
@@ -198,7 +208,7 @@ static const struct bad bads[] = {
     {"unknown app section", NULL, APP_STDIO "[extra]\n", NULL, NULL, NULL,
      "apps.d/a.ini", 12, "[extra]"},
     {"key outside section", NULL, "package = org.a.b\n" APP_STDIO, NULL,
-     NULL, NULL, "apps.d/a.ini", 1, ""},
+     NULL, NULL, "apps.d/a.ini", 1, "package"},
     /* plugin set */
     {"stdio not deployed", "[host]\nplugins = transport-http\njournal = j\n",
      NULL, NULL, NULL, NULL, "apps.d/a.ini", 4, "transport"},
@@ -215,9 +225,13 @@ static const struct bad bads[] = {
      NULL, NULL, NULL, "apps.d/a.ini", 6, "event_mode"},
     /* [stdio] */
     {"stdio missing section", NULL, APP_HEAD("org.a.b", "true", "stdio", "1"),
-     NULL, NULL, NULL, "apps.d/a.ini", 4, "[stdio]"},
+     NULL, NULL, NULL, "apps.d/a.ini", 4, "transport"},
     {"stdio with [http]", NULL, APP_STDIO HTTP_TAIL, NULL, NULL, NULL,
-     "apps.d/a.ini", 13, "[http]"},
+     "apps.d/a.ini", 14, "url"},
+    {"stdio with empty [http]", NULL, APP_STDIO "[http]\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 12, "[http]"},
+    {"stdio with [http] auth_env", NULL, APP_STDIO "[http]\nauth_env = X\n",
+     NULL, NULL, NULL, "apps.d/a.ini", 13, "auth_env"},
     {"stdio url", NULL, APP_STDIO "url = https://h/x\n", NULL, NULL, NULL,
      "apps.d/a.ini", 12, "url"},
     {"stdio auth_env", NULL, APP_STDIO "auth_env = X\n", NULL, NULL, NULL,
@@ -291,9 +305,13 @@ static const struct bad bads[] = {
     /* [http] */
     {"http missing section", NULL,
      APP_HEAD("org.a.b", "true", "streamable_http", "1"), NULL, NULL, NULL,
-     "apps.d/a.ini", 4, "[http]"},
+     "apps.d/a.ini", 4, "transport"},
     {"http with [stdio]", NULL, APP_HTTP "[stdio]\n", NULL, NULL, NULL,
      "apps.d/a.ini", 9, "[stdio]"},
+    {"http with [stdio] command", NULL, APP_HTTP "[stdio]\ncommand = x\n",
+     NULL, NULL, NULL, "apps.d/a.ini", 10, "command"},
+    {"http with [stdio] env", NULL, APP_HTTP "[stdio]\n; why\nenv = X\n",
+     NULL, NULL, NULL, "apps.d/a.ini", 11, "env"},
     {"http env", NULL, APP_HTTP "env = X\n", NULL, NULL, NULL,
      "apps.d/a.ini", 9, "env"},
     {"http working_dir", NULL, APP_HTTP "working_dir = srv\n", NULL, NULL,
@@ -434,12 +452,69 @@ START_TEST(message_format)
     ck_assert_int_eq(aur__config_load("/nonexistent/aur-config", &c, &diag,
                                       &err), AUR_E_CONFIG);
     ck_assert_str_eq(diag.file, "/nonexistent/aur-config");
+    /* A key of the other transport's section: its own line and name. */
+    put("apps.d/clock.ini", APP_STDIO "\n[http]\nurl = https://h/x\n");
+    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_str_eq(err.msg, "apps.d/clock.ini:14: url: [http] is not "
+                              "allowed with transport = stdio (line 4)");
     /* A denied variable is named, with the reason. */
     put("apps.d/clock.ini", APP_STDIO "env = NODE_OPTIONS\n");
     ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_msg(strstr(err.msg, "apps.d/clock.ini:12: env: NODE_OPTIONS ") &&
                       strstr(err.msg, "never passed to an App"),
                   "%s", err.msg);
+}
+END_TEST
+
+/* Each key of [stdio] and [http], and an unknown one, in the section of
+ * the other transport: the error names that key on its own line, not the
+ * section header. */
+static const struct {
+    const char *transport; /* of the App */
+    const char *section;   /* the other transport's */
+    const char *line;      /* key = value */
+    const char *key;
+} misplaced[] = {
+    {"stdio", "http", "url = https://h/x", "url"},
+    {"stdio", "http", "auth_env = X", "auth_env"},
+    {"stdio", "http", "ca_file = certs/ca.pem", "ca_file"},
+    {"stdio", "http", "colour = red", "colour"},
+    {"streamable_http", "stdio", "command = node", "command"},
+    {"streamable_http", "stdio", "arg = x", "arg"},
+    {"streamable_http", "stdio", "working_dir = srv", "working_dir"},
+    {"streamable_http", "stdio", "env = X", "env"},
+    {"streamable_http", "stdio", "colour = red", "colour"},
+};
+
+START_TEST(misplaced_section_key)
+{
+    struct aur__config *c = (struct aur__config *)&c;
+    struct aur__config_diag diag;
+    struct aur_error err;
+    char app[512], want[256];
+    bool stdio = strcmp(misplaced[_i].transport, "stdio") == 0;
+
+    /* Lines: 1-5 [app], 6 blank, from 7 the App's own section (3 lines
+     * for stdio, 2 for http), a blank, the other section, a comment, the
+     * misplaced key: line 13 (stdio App) or 12 (HTTP App). */
+    snprintf(app, sizeof app,
+             "[app]\npackage = org.a.b\nenabled = true\ntransport = %s\n"
+             "timeout_seconds = 1\n\n%s\n\n[%s]\n; misplaced\n%s\n",
+             misplaced[_i].transport,
+             stdio ? "[stdio]\ncommand = x\nworking_dir = srv"
+                   : "[http]\nurl = https://h/x",
+             misplaced[_i].section, misplaced[_i].line);
+    put("host.ini", HOST_ALL);
+    put("apps.d/a.ini", app);
+    mkdir_rel("srv");
+    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_ptr_null(c);
+    ck_assert_str_eq(diag.file, "apps.d/a.ini");
+    ck_assert_msg(diag.line == (stdio ? 13 : 12), "%s", err.msg);
+    ck_assert_str_eq(diag.key, misplaced[_i].key);
+    snprintf(want, sizeof want, "apps.d/a.ini:%d: %s: [%s] is not allowed",
+             stdio ? 13 : 12, misplaced[_i].key, misplaced[_i].section);
+    ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "%s", err.msg);
 }
 END_TEST
 
@@ -451,6 +526,8 @@ Suite *config_bad_suite(void)
     tcase_add_checked_fixture(bad, setup, teardown);
     tcase_add_loop_test(bad, bad_config, 0, (int)AUR__ARRAY_LEN(bads));
     tcase_add_test(bad, message_format);
+    tcase_add_loop_test(bad, misplaced_section_key, 0,
+                        (int)AUR__ARRAY_LEN(misplaced));
     suite_add_tcase(s, bad);
     return s;
 }

@@ -104,10 +104,63 @@ expect_has "$out" '{"id":"s","result":{"platform_enabled":true' "status op"
 expect_has "$out" '{"id":4,"result":{"tools":[' "tools op"
 expect_eq "$(leftover "$T/s")" 0 "no child after serve EOF"
 
-out=$(printf '%s\n' '{"id":9,"op":"shutdown"}' '{"id":10,"op":"status"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
-expect_eq $? 0 "shutdown op exit"
-expect_has "$out" '{"id":9,"result":{}}' "shutdown answer"
-case "$out" in *'"id":10'*) bad "request after shutdown answered" ;; *) ok ;; esac
+# Requests after the shutdown op are still answered, each once, with
+# shutting_down (a line that is no request still gets bad_request), from a
+# pipe and from a regular file; a last line without LF is a request too.
+printf '%s\n' '{"id":9,"op":"shutdown"}' '{"id":10,"op":"status"}' \
+    '{"id":11,"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":{}}' \
+    'not json' '{"id":12,"op":"shutdown"}' >"$T/after-shutdown"
+printf '{"id":13,"op":"tools"}' >>"$T/after-shutdown"
+for how in pipe file; do
+    if [ $how = pipe ]; then
+        out=$(cat "$T/after-shutdown" | "$BIN" serve -c "$T/s" 2>/dev/null)
+    else
+        out=$("$BIN" serve -c "$T/s" <"$T/after-shutdown" 2>/dev/null)
+    fi
+    expect_eq $? 0 "shutdown op exit ($how)"
+    expect_has "$out" '{"id":9,"result":{}}' "shutdown answer ($how)"
+    for id in 10 11 12 13; do
+        expect_has "$out" '{"id":'$id',"error":{"code":"shutting_down"' "request $id after shutdown ($how)"
+    done
+    expect_has "$out" '{"id":null,"error":{"code":"bad_request"' "bad line after shutdown ($how)"
+    expect_eq "$(echo "$out" | wc -l)" 7 "one answer per line after shutdown ($how)"
+done
+out=$(printf '{"id":14,"op":"status"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
+expect_has "$out" '{"id":14,"result":{"platform_enabled"' "last line without LF answered"
+
+# Ids: a string, a finite number or null, echoed as they came (integers
+# digit for digit, other numbers in their shortest form); anything else,
+# 1e999 included (json-c would echo Infinity, which is not JSON), is a
+# bad_request with id null, on the op path and on the call path alike.
+fast='"tool":"aur.mcp.org.test.fast.t0000","arguments":{"text":"i"}'
+out=$(printf '%s\n' '{"id":1e999,"op":"status"}' '{"id":-1e999,"op":"call",'"$fast"'}' \
+    '{"id":1E400,"op":"nope"}' '{"id":true,"op":"status"}' '{"id":[1],"op":"status"}' \
+    '{"id":{"a":1},"op":"call",'"$fast"'}' \
+    '{"id":0.1,"op":"status"}' '{"id":0.25,"op":"call",'"$fast"'}' '{"id":1E2,"op":"nope"}' \
+    '{"id":123456789012345678901234567890,"op":"call",'"$fast"'}' '{"id":-7,"op":"nope"}' \
+    '{"id":null,"op":"nope"}' '{"id":"a\u0000b","op":"nope"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
+expect_eq "$(echo "$out" | grep -c '^{"id":null,"error":{"code":"bad_request","message":"\\"id\\" must be')" 6 "bad ids refused"
+case "$out" in *Infinity*|*NaN*) bad "an id echoed as a non-JSON number: $out" ;; *) ok ;; esac
+expect_has "$out" '{"id":0.1,"result":{"platform_enabled"' "id 0.1 (respond path)"
+expect_has "$out" '{"id":0.25,"result":{"status":"succeeded"' "id 0.25 (call path)"
+expect_has "$out" '{"id":100.0,"error":{"code":"unknown_op"' "id 1E2"
+expect_has "$out" '{"id":123456789012345678901234567890,"result":{"status":"succeeded"' "big integer id"
+expect_has "$out" '{"id":-7,"error":{"code":"unknown_op"' "negative id"
+expect_has "$out" '{"id":null,"error":{"code":"unknown_op"' "null id"
+expect_has "$out" '{"id":"a\u0000b","error":{"code":"unknown_op"' "string id with U+0000"
+expect_eq "$(echo "$out" | wc -l)" 14 "one answer per id line"
+
+# A name that holds U+0000 is refused, never cut at the NUL into another
+# name (t0000 exists: "t0000\u0000x" must not call it; "status\u0000"
+# must not be status).
+out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.fast.t0000\u0000x","arguments":{}}' \
+    '{"id":2,"op":"status\u0000x"}' '{"id":3,"op":"call\u0000","tool":"aur.mcp.org.test.fast.t0000"}' \
+    '{"id":4,"op":"call","tool":"\u0000"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
+expect_has "$out" '{"id":1,"error":{"code":"bad_request","message":"\"tool\" contains U+0000"}}' "tool with U+0000"
+expect_has "$out" '{"id":2,"error":{"code":"bad_request","message":"\"op\" contains U+0000"}}' "op with U+0000"
+expect_has "$out" '{"id":3,"error":{"code":"bad_request","message":"\"op\" contains U+0000"}}' "call op with U+0000"
+expect_has "$out" '{"id":4,"error":{"code":"bad_request","message":"\"tool\" contains U+0000"}}' "tool U+0000 only"
+case "$out" in *succeeded*|*platform_enabled*) bad "a name cut at U+0000 was served: $out" ;; *) ok ;; esac
 
 # A burst of calls in one write, from a pipe and from a regular file
 # (which epoll cannot watch): each request answered exactly once.
@@ -149,7 +202,71 @@ exec 7>&-
 expect_has "$(cat "$T/serve.out")" '{"id":5,"result":{"status":"unknown"' "in-flight call unknown on SIGTERM"
 expect_eq "$(leftover "$T/t")" 0 "no child after SIGTERM"
 
-# Calls that cannot be served or queued are answered busy, the rest wait.
+# SIGTERM while requests still come: the call in flight answers unknown,
+# every line that arrives before serve exits answers shutting_down.  The
+# lines are written once serve has taken the signal (the in-flight call
+# has answered unknown, which shutdown does first), and the App ignores
+# EOF and SIGTERM, so closing it takes 2 x term_grace_ms: the lines surely
+# arrive while serve is still there.
+mkcfg "$T/g"
+addapp "$T/g" a.ini org.test.slow 5 --era modern --call-delay-ms 3000 --ignore-term
+mkfifo "$T/g/in"
+"$BIN" serve -c "$T/g" <"$T/g/in" >"$T/g/out" 2>/dev/null &
+pid=$!
+exec 7>"$T/g/in"
+for _ in $(seq 300); do grep -q ready "$T/g/out" 2>/dev/null && break; sleep 0.1; done
+echo '{"id":5,"op":"call","tool":"aur.mcp.org.test.slow.t0000","arguments":{}}' >&7
+for _ in $(seq 300); do grep -q '^tools/call ' "$T/g/server.log" 2>/dev/null && break; sleep 0.05; done
+kill -TERM "$pid"
+for _ in $(seq 300); do grep -q '"status":"unknown"' "$T/g/out" 2>/dev/null && break; sleep 0.05; done
+printf '%s\n' '{"id":20,"op":"status"}' \
+    '{"id":21,"op":"call","tool":"aur.mcp.org.test.slow.t0000","arguments":{}}' 'not json' >&7
+wait "$pid"; expect_eq $? 0 "serve SIGTERM exit (lines after it)"
+exec 7>&-
+out=$(cat "$T/g/out")
+expect_has "$out" '{"id":5,"result":{"status":"unknown"' "in-flight call unknown (lines after SIGTERM)"
+expect_has "$out" '{"id":20,"error":{"code":"shutting_down"' "status after SIGTERM answered"
+expect_has "$out" '{"id":21,"error":{"code":"shutting_down"' "call after SIGTERM answered"
+expect_has "$out" '{"id":null,"error":{"code":"bad_request"' "bad line after SIGTERM answered"
+expect_eq "$(echo "$out" | wc -l)" 5 "one answer per line around SIGTERM"
+expect_eq "$(grep -c '^tools/call ' "$T/g/server.log")" 1 "no call sent after SIGTERM"
+expect_eq "$(leftover "$T/g")" 0 "no child after SIGTERM (lines after it)"
+
+# The in-flight limit, counted by the App: every call hangs, so each
+# tools/call line the App logs is a call in flight at once.  64 run, no
+# more, also once stdin has ended with calls still queued (the reader
+# then becomes a worker: it used to start a 65th).  A SIGTERM while those
+# drain closes the Apps at once: in flight answer unknown, queued
+# shutting_down, every id once.
+calls_seen() { local n; n=$(grep -c '^tools/call ' "$1/server.log" 2>/dev/null); echo "${n:-0}"; }
+mkcfg "$T/l"
+addapp "$T/l" a.ini org.test.hang 30 --era modern --hang-at call
+for i in $(seq 100); do
+    echo '{"id":'"$i"',"op":"call","tool":"aur.mcp.org.test.hang.t0000","arguments":{}}'
+done >"$T/l/calls"
+"$BIN" serve -c "$T/l" <"$T/l/calls" >"$T/l/out" 2>/dev/null &
+pid=$!
+for _ in $(seq 300); do [ "$(calls_seen "$T/l")" -ge 64 ] && break; sleep 0.1; done
+sleep 1 # a 65th call would be logged by now
+expect_eq "$(calls_seen "$T/l")" 64 "64 calls in flight at once after EOF"
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+    bad "SIGTERM while accepted calls drain did not end serve"
+    kill -KILL "$pid"
+fi
+wait "$pid"
+out=$(cat "$T/l/out")
+expect_eq "$(echo "$out" | grep -c '"status":"unknown"')" 64 "in flight at SIGTERM: unknown"
+expect_eq "$(echo "$out" | grep -c '"code":"shutting_down"')" 36 "queued at SIGTERM: shutting_down"
+expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p' | sort -un | wc -l)" 100 "each id answered once (drain)"
+expect_eq "$(echo "$out" | wc -l)" 101 "one answer per call (drain)"
+expect_eq "$(leftover "$T/l")" 0 "no child after SIGTERM (drain)"
+
+# Calls that cannot be served or queued are answered busy, the rest wait:
+# 64 in flight (counted by the App), up to 4096 queued, past that busy; a
+# SIGTERM then answers the 64 unknown and the queued and unread ones
+# shutting_down: 6000 answers, each id once.
 mkcfg "$T/q"
 addapp "$T/q" a.ini org.test.hang 30 --era modern --hang-at call
 for i in $(seq 6000); do
@@ -162,9 +279,21 @@ exec 8>"$T/q/in"
 cat "$T/q/calls" >&8
 for _ in $(seq 200); do grep -q '"code":"busy"' "$T/q/out" 2>/dev/null && break; sleep 0.1; done
 expect_has "$(grep -m1 '"code":"busy"' "$T/q/out")" '"error":{"code":"busy"' "busy when the queue is full"
+for _ in $(seq 300); do [ "$(calls_seen "$T/q")" -ge 64 ] && break; sleep 0.1; done
+sleep 1
+expect_eq "$(calls_seen "$T/q")" 64 "64 calls in flight at once"
 kill -TERM "$pid"
 wait "$pid"; expect_eq $? 0 "serve exit after busy"
 exec 8>&-
+out=$(cat "$T/q/out")
+expect_eq "$(echo "$out" | grep -c '"status":"unknown"')" 64 "busy: in flight answer unknown"
+busy=$(echo "$out" | grep -c '"code":"busy"')
+down=$(echo "$out" | grep -c '"code":"shutting_down"')
+# (How many are busy depends on how fast the workers took their first
+# calls while the queue filled; each is one or the other.)
+expect_eq "$((busy + down))" 5936 "busy: the others answer busy or shutting_down"
+[ "$busy" -ge 1 ] && [ "$down" -ge 1 ] && ok || bad "busy $busy, shutting_down $down"
+expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p' | sort -un | wc -l)" 6000 "busy: each id answered once"
 expect_eq "$(leftover "$T/q")" 0 "no child after busy"
 
 # --- journal ---------------------------------------------------------------

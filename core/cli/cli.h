@@ -35,7 +35,9 @@ struct json_object *cli_output_json(const struct aur_tool_output *o);
 /* The serve answer line of a call, '\n' included: the bytes
  * cli_print_json would print for {"id":id,"result":cli_output_json(o)}.
  * id and o borrowed; the line is malloc'd (transfer), NULL when out of
- * memory. */
+ * memory.  id is printed as json-c prints it, so it must be one serve has
+ * accepted (a string, a finite number or null: serve.c's id_ok), never
+ * a non-finite double, which json-c prints as Infinity or NaN. */
 char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
                       size_t *len);
 

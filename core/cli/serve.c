@@ -2,26 +2,43 @@
  * serve.c - `aurora-mcp serve`: JSON lines on stdin, one response line per
  * request on stdout, calls run concurrently on a worker pool and may answer
  * out of order.  EOF, SIGINT and SIGTERM shut down cleanly.
+ *
+ * Every request line gets exactly one answer line:
+ *   - a line that is not a request (not a JSON object with "id" and a
+ *     string "op", or an "id" that is not a string, a finite number or
+ *     null) gets {"id":null,"error":{"code":"bad_request",...}};
+ *   - a name that would be cut as a C string ("op" or "tool" holding
+ *     U+0000) is refused as bad_request with the request's id, never
+ *     truncated into another name;
+ *   - a call over the limits: WORKERS run at once, MAX_QUEUED more wait,
+ *     past that it is answered busy;
+ *   - once shutdown has begun (the shutdown op, EOF, SIGINT or SIGTERM)
+ *     every later line is answered shutting_down until serve exits; calls
+ *     still queued when a signal comes are answered shutting_down too (a
+ *     signal closes the Apps, so calls in flight answer unknown).
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <poll.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define WORKERS 64
-#define MAX_QUEUED 4096
+#define WORKERS 64 /* calls that run at once */
+#define MAX_QUEUED 4096 /* calls that wait for one of them */
 #define MAX_LINE (64u << 20)
 
 struct job {
@@ -45,47 +62,78 @@ enum { EV_STDIN = 1, EV_PASS, EV_STOP };
  * a call releases the token and runs the call itself, so a sequential
  * call costs no thread wake-up at all: the next request wakes whichever
  * thread is parked, as it would wake a single-threaded loop.  When no
- * thread is idle the reader queues the call (up to MAX_QUEUED) and keeps
- * reading, so the other ops are still answered while every thread is
- * busy; a thread queues only when none is idle and goes idle only when
- * the queue is empty, so queued calls never wait for an idle thread.
+ * thread is idle, or WORKERS calls already run, the reader queues the
+ * call (up to MAX_QUEUED) and keeps reading, so the other ops are still
+ * answered while every worker is busy.
+ *
+ * The pool has WORKERS + 1 threads (the reader's role needs one more than
+ * the calls), so the limit is not the thread count: running counts the
+ * calls in aur_mcp_call, and a thread starts a call (its own or a queued
+ * one) only while running < WORKERS.  After the end of input the reader
+ * is a worker like the others, and without that count it ran a queued
+ * call as the 65th.
+ *
+ * When requests end (ended), the main thread takes stdin over as soon as
+ * no thread leads, and answers every further line shutting_down until the
+ * workers are done; then it answers the lines that have already arrived,
+ * and serve exits.
  */
 struct server {
     struct aur_mcp *h;
     pthread_mutex_t mu; /* down to signalled */
-    pthread_cond_t end_cv; /* the main thread, for ended */
+    pthread_cond_t end_cv; /* the main thread, for ended and !leading */
     struct job *head, *tail;
     size_t queued;
     size_t idle;
+    size_t running; /* calls in aur_mcp_call, at most WORKERS */
+    size_t live;    /* worker threads that have not returned */
+    bool leading;   /* a thread holds the reader role (in lead) */
     bool ended; /* EOF, shutdown, a signal or a read error */
     bool signalled;
     pthread_mutex_t out_mu;
-    int ep, pass_fd;
+    int ep, pass_fd, done_fd;
     bool stdin_watched; /* false: a file, always readable */
-    /* stdin, touched only by the token holder */
+    /* stdin, touched only by the token holder (main's, once ended) */
     char *buf;
     size_t n, cap, off, scan;
     bool dropping;
+    bool eof; /* read returned 0 (or failed): never read again */
 };
 
-/* Level-triggered and never drained: once written, every wait ends. */
-static int stop_fd = -1;
-static volatile sig_atomic_t got_signal;
+/* Level-triggered and never drained: once written, every wait ends.
+ * stop_fd: a signal or the end of requests (wakes parked workers);
+ * sig_fd: a signal only (the main thread watches it while it drains). */
+static int stop_fd = -1, sig_fd = -1;
+/* Set by the handler, read by every thread: a lock-free atomic (safe in
+ * a handler), not a volatile sig_atomic_t, which only the interrupted
+ * thread may read without a race. */
+static atomic_int got_signal;
+
+static bool signal_seen(void)
+{
+    return atomic_load(&got_signal) != 0;
+}
+
+static void poke(int fd)
+{
+    uint64_t one = 1;
+    if (fd >= 0 && write(fd, &one, sizeof one) < 0) {
+        /* nothing to do: the counter is already non-zero */
+    }
+}
 
 static void wake_all(void)
 {
-    uint64_t one = 1;
-    if (write(stop_fd, &one, sizeof one) < 0) {
-        /* nothing to do: the counter is already non-zero */
-    }
+    poke(stop_fd);
 }
 
 static void on_signal(int sig)
 {
     int saved = errno;
     (void)sig;
-    got_signal = 1;
-    wake_all();
+    atomic_store(&got_signal, 1);
+    poke(stop_fd);
+    poke(sig_fd);
     errno = saved;
 }
 
@@ -109,12 +157,21 @@ static void respond(struct server *s, struct json_object *id,
     json_object_put(o);
 }
 
+static const char k_shutting_down[] = "serve is shutting down";
+
 static void drop_job(struct job *j)
 {
     json_object_put(j->id);
     json_object_put(j->args);
     free(j->tool);
     free(j);
+}
+
+/* A call accepted before shutdown began that will not run now. */
+static void refuse_job(struct server *s, struct job *j)
+{
+    respond(s, j->id, NULL, "shutting_down", k_shutting_down);
+    drop_job(j);
 }
 
 static void run_job(struct server *s, struct job *j)
@@ -138,17 +195,134 @@ static void run_job(struct server *s, struct job *j)
     drop_job(j);
 }
 
+/* The shortest text of a finite d that reads back as d, written as
+ * Python's repr writes floats: 0.1, 100.0, -0.0, 1e+300. */
+static void shortest_float(double d, char *text, size_t n)
+{
+    int prec, exp;
+
+    for (prec = 0; prec < 17; prec++) {
+        snprintf(text, n, "%.*e", prec, d);
+        if (strtod(text, NULL) == d)
+            break;
+    }
+    exp = atoi(strchr(text, 'e') + 1);
+    if (exp >= -4 && exp < 16) {
+        snprintf(text, n, "%.*f", prec > exp ? prec - exp : 0, d);
+        if (!strchr(text, '.'))
+            strcat(text, ".0");
+    }
+}
+
+/*
+ * Whether id can be echoed: a string, a number that is finite as a double
+ * (1e999 is not: json-c would print it as Infinity, which is not JSON), or
+ * null.  true, objects and arrays are refused (JSON-RPC's rule).  Integers
+ * are echoed digit for digit (the parser keeps them exact); any other
+ * number is given its shortest_float text as its serialisation (json-c's
+ * own %.17g would turn 0.1 into 0.10000000000000001), so both answer
+ * paths (respond and cli_call_answer) print that.
+ */
+static bool id_ok(struct json_object *id)
+{
+    char text[40];
+    double d;
+
+    switch (json_object_get_type(id)) {
+    case json_type_null:
+    case json_type_string:
+    case json_type_int:
+        return true;
+    case json_type_double:
+        break;
+    default:
+        return false;
+    }
+    d = json_object_get_double(id);
+    if (!isfinite(d))
+        return false;
+    if (json_object_get_userdata(id))
+        return true; /* an integer too big for 64 bits, kept as written */
+    shortest_float(d, text, sizeof text);
+    char *keep = strdup(text);
+    if (keep) /* else json-c's own %.17g: longer, but valid JSON */
+        json_object_set_serializer(id, json_object_userdata_to_json_string,
+                                   keep, json_object_free_userdata);
+    return true;
+}
+
+/* A name from a request used as a C string: NULL when v is not a string
+ * or holds U+0000 (strcmp and the core would see only the part before it,
+ * which may name something else). */
+static const char *c_name(struct json_object *v, bool *has_nul)
+{
+    const char *p;
+
+    *has_nul = false;
+    if (!json_object_is_type(v, json_type_string))
+        return NULL;
+    p = json_object_get_string(v);
+    if (strlen(p) != (size_t)json_object_get_string_len(v)) {
+        *has_nul = true;
+        return NULL;
+    }
+    return p;
+}
+
+/*
+ * Parse a request line into *req (transfer), *id and *op (borrowed from
+ * it).  A line that is not a request is answered here (bad_request) and
+ * false returned.
+ */
+static bool parse_request(struct server *s, const char *line, size_t len,
+                          struct json_object **req, struct json_object **id,
+                          const char **op)
+{
+    struct json_object *o = NULL;
+    struct aur_error err;
+    bool nul;
+
+    *req = NULL;
+    if (aur_json_parse(line, len, req, &err) != AUR_OK ||
+        !json_object_is_type(*req, json_type_object) ||
+        !json_object_object_get_ex(*req, "id", id) ||
+        !json_object_object_get_ex(*req, "op", &o) ||
+        !json_object_is_type(o, json_type_string)) {
+        respond(s, NULL, NULL, "bad_request",
+                "each line must be a JSON object with \"id\" and \"op\"");
+        goto bad;
+    }
+    if (!id_ok(*id)) {
+        respond(s, NULL, NULL, "bad_request",
+                "\"id\" must be a string, a finite number or null");
+        goto bad;
+    }
+    if (!(*op = c_name(o, &nul))) {
+        respond(s, *id, NULL, "bad_request", "\"op\" contains U+0000");
+        goto bad;
+    }
+    return true;
+bad:
+    json_object_put(*req);
+    *req = NULL;
+    return false;
+}
+
 /* A call job from a request, or NULL (answered here). */
 static struct job *make_call(struct server *s, struct json_object *req,
                              struct json_object *id)
 {
     struct json_object *tool = NULL, *args = NULL;
+    const char *name;
     struct job *j;
+    bool nul;
 
     json_object_object_get_ex(req, "tool", &tool);
     json_object_object_get_ex(req, "arguments", &args);
-    if (!json_object_is_type(tool, json_type_string)) {
-        respond(s, id, NULL, "bad_request", "call needs a string \"tool\"");
+    if (!(name = c_name(tool, &nul))) {
+        respond(s, id, NULL, "bad_request",
+                nul ? "\"tool\" contains U+0000"
+                    : "call needs a string \"tool\"");
         return NULL;
     }
     if (args && !json_object_is_type(args, json_type_object)) {
@@ -156,7 +330,7 @@ static struct job *make_call(struct server *s, struct json_object *req,
         return NULL;
     }
     j = calloc(1, sizeof *j);
-    if (!j || !(j->tool = strdup(json_object_get_string(tool)))) {
+    if (!j || !(j->tool = strdup(name))) {
         free(j);
         respond(s, id, NULL, "busy", "out of memory");
         return NULL;
@@ -171,22 +345,12 @@ static struct job *make_call(struct server *s, struct json_object *req,
 static bool handle_line(struct server *s, const char *line, size_t len,
                         struct job **call)
 {
-    struct json_object *req = NULL, *id = NULL, *op = NULL;
-    struct aur_error err;
+    struct json_object *req, *id;
     const char *o;
     bool stop = false;
 
-    if (aur_json_parse(line, len, &req, &err) != AUR_OK ||
-        !json_object_is_type(req, json_type_object) ||
-        !json_object_object_get_ex(req, "id", &id) ||
-        !json_object_object_get_ex(req, "op", &op) ||
-        !json_object_is_type(op, json_type_string)) {
-        respond(s, NULL, NULL, "bad_request",
-                "each line must be a JSON object with \"id\" and \"op\"");
-        json_object_put(req);
+    if (!parse_request(s, line, len, &req, &id, &o))
         return false;
-    }
-    o = json_object_get_string(op);
     if (strcmp(o, "call") == 0) {
         *call = make_call(s, req, id);
     } else if (strcmp(o, "status") == 0) {
@@ -208,11 +372,30 @@ static bool handle_line(struct server *s, const char *line, size_t len,
     return stop;
 }
 
-/* The next non-empty line of stdin (without LF or a final CR), valid until
- * the next call.  1 = a line, 0 = EOF or an error, -1 = a signal.  We split
- * lines ourselves so a signal can interrupt the wait (poll on stdin and
- * the signal pipe). */
-static int next_line(struct server *s, const char **line, size_t *len)
+/* A line read once shutdown has begun: whatever it asks, it gets
+ * shutting_down (a line that is not a request still gets bad_request). */
+static void refuse_line(struct server *s, const char *line, size_t len)
+{
+    struct json_object *req, *id;
+    const char *o;
+
+    if (!parse_request(s, line, len, &req, &id, &o))
+        return;
+    respond(s, id, NULL, "shutting_down", k_shutting_down);
+    json_object_put(req);
+}
+
+/*
+ * The next non-empty line of stdin (without LF or a final CR), valid until
+ * the next call; at EOF a last line without LF counts too.  1 = a line,
+ * 0 = EOF or an error (s->eof is set), -1 = one of wake[0..nwake) is
+ * readable, or nothing was ready within timeout_ms, or *budget bytes have
+ * been read (budget NULL: no limit).  We split lines ourselves so a signal
+ * can interrupt the wait (poll on stdin and the wake fds).
+ */
+static int next_line(struct server *s, const char **line, size_t *len,
+                     const int *wake, int nwake, int timeout_ms,
+                     size_t *budget)
 {
     for (;;) {
         while (s->scan < s->n) {
@@ -237,6 +420,21 @@ static int next_line(struct server *s, const char **line, size_t *len)
                 return 1;
             }
         }
+        if (s->eof) {
+            /* What is left is a last line without LF: a request too. */
+            size_t start = s->off, l = s->n - s->off;
+            bool drop = s->dropping;
+
+            s->off = s->scan = s->n;
+            s->dropping = false;
+            if (l && s->buf[start + l - 1] == '\r')
+                l--;
+            if (drop || !l)
+                return 0;
+            *line = s->buf + start;
+            *len = l;
+            return 1;
+        }
         if (s->off) {
             memmove(s->buf, s->buf + s->off, s->n - s->off);
             s->n -= s->off;
@@ -251,26 +449,52 @@ static int next_line(struct server *s, const char **line, size_t *len)
                 s->n = s->scan = 0;
             } else {
                 char *g = realloc(s->buf, s->cap * 2);
-                if (!g)
+                if (!g) {
+                    s->eof = true;
                     return 0;
+                }
                 s->buf = g;
                 s->cap *= 2;
             }
         }
-        struct pollfd p[2] = {{0, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+        struct pollfd p[4] = {{0, POLLIN, 0}};
+        size_t want = s->cap - s->n;
         ssize_t got;
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            return 0;
+        int r;
+        if (budget && *budget == 0) {
+            /* What was counted is read; only an end of input that is
+             * already there (readable, nothing to read) is read still,
+             * so a last line without LF is not lost. */
+            int avail = -1;
+            if (poll(p, 1, 0) != 1 || ioctl(0, FIONREAD, &avail) != 0 ||
+                avail != 0)
+                return -1;
+        } else {
+            for (int i = 0; i < nwake; i++)
+                p[1 + i] = (struct pollfd){wake[i], POLLIN, 0};
+            if ((r = poll(p, (nfds_t)(1 + nwake), timeout_ms)) < 0) {
+                if (errno == EINTR)
+                    continue;
+                s->eof = true;
+                return 0;
+            }
+            for (int i = 0; i < nwake; i++)
+                if (p[1 + i].revents)
+                    return -1;
+            if (r == 0)
+                return -1;
+            if (budget && want > *budget)
+                want = *budget;
         }
-        if (p[1].revents)
-            return -1;
-        got = read(0, s->buf + s->n, s->cap - s->n);
-        if (got < 0 && errno == EINTR)
+        got = read(0, s->buf + s->n, want);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (got <= 0)
-            return 0;
+        if (got <= 0) {
+            s->eof = true;
+            continue; /* a last line without LF */
+        }
+        if (budget)
+            *budget -= (size_t)got < *budget ? (size_t)got : *budget;
         s->n += (size_t)got;
     }
 }
@@ -281,16 +505,17 @@ static int read_request(struct server *s, struct job **call)
 {
     const char *line;
     size_t len;
-    int r;
+    int r = 0;
 
     *call = NULL;
-    while ((r = next_line(s, &line, &len)) == 1) {
+    while (!signal_seen() &&
+           (r = next_line(s, &line, &len, &stop_fd, 1, -1, NULL)) == 1) {
         if (handle_line(s, line, len, call))
             return 0;
         if (*call)
             return 1;
     }
-    return r;
+    return signal_seen() ? -1 : r;
 }
 
 /* Whether the buffer already holds the end of a line. */
@@ -306,7 +531,7 @@ static void release_token(struct server *s)
     struct epoll_event ev = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_PASS}};
     int fd = s->pass_fd;
 
-    if (s->stdin_watched && !line_buffered(s)) {
+    if (s->stdin_watched && !line_buffered(s) && !s->eof) {
         ev.data.u32 = EV_STDIN;
         fd = 0;
     }
@@ -317,8 +542,19 @@ static void release_token(struct server *s)
     }
 }
 
-/* With the token (mu held): read and answer until a call can run on this
- * thread (returned, token released) or the input ends (NULL). */
+/* No more requests (mu held): wake the main thread and every parked
+ * worker. */
+static void end_requests(struct server *s, bool signalled)
+{
+    s->ended = true;
+    s->signalled = s->signalled || signalled;
+    pthread_cond_broadcast(&s->end_cv);
+    wake_all();
+}
+
+/* With the token (mu held, leading set): read and answer until a call can
+ * run on this thread (returned, token released, counted in running) or
+ * the input ends (NULL). */
 static struct job *lead(struct server *s)
 {
     for (;;) {
@@ -328,18 +564,27 @@ static struct job *lead(struct server *s)
         pthread_mutex_unlock(&s->mu);
         r = read_request(s, &j);
         pthread_mutex_lock(&s->mu);
+        if (r > 0 && (s->ended || signal_seen())) {
+            /* A signal came while this call was read: it is after the
+             * fact, as every line still to come. */
+            pthread_mutex_unlock(&s->mu);
+            refuse_job(s, j);
+            pthread_mutex_lock(&s->mu);
+            r = -1;
+        }
         if (r <= 0) {
-            s->ended = true;
-            s->signalled = s->signalled || got_signal;
-            pthread_cond_signal(&s->end_cv);
-            wake_all();
+            end_requests(s, signal_seen());
+            s->leading = false;
             return NULL;
         }
-        if (s->idle > 0) {
+        if (s->idle > 0 && s->running < WORKERS) {
             release_token(s);
+            s->leading = false;
+            s->running++;
             return j;
         }
-        /* Every other thread is busy: queue it (or refuse), read on. */
+        /* No thread to take the role, or every worker busy: queue it (or
+         * refuse it), read on. */
         if (s->queued >= MAX_QUEUED) {
             pthread_mutex_unlock(&s->mu);
             respond(s, j->id, NULL, "busy", "too many queued calls");
@@ -357,22 +602,41 @@ static struct job *lead(struct server *s)
     }
 }
 
+static struct job *dequeue(struct server *s)
+{
+    struct job *j = s->head;
+
+    s->head = j->next;
+    if (!s->head)
+        s->tail = NULL;
+    s->queued--;
+    return j;
+}
+
 static void *worker(void *arg)
 {
     struct server *s = arg;
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        struct job *j = s->head;
+        struct job *j;
         struct epoll_event ev;
         int got;
 
-        if (j) {
-            s->head = j->next;
-            if (!s->head)
-                s->tail = NULL;
-            s->queued--;
+        if (s->head && s->signalled) {
+            /* A signal closed the Apps: queued calls do not start. */
+            j = dequeue(s);
+            pthread_mutex_unlock(&s->mu);
+            refuse_job(s, j);
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
+        if (s->head && s->running < WORKERS) {
+            j = dequeue(s);
+            s->running++;
         } else if (s->ended) {
+            /* Queued calls left wait for a running one to finish: its
+             * thread takes them. */
             break;
         } else {
             s->idle++;
@@ -385,35 +649,106 @@ static void *worker(void *arg)
             if (got != 1 || ev.data.u32 == EV_STOP) {
                 /* A signal, or an epoll failure: end as on a signal
                  * rather than spin on it. */
-                if (!s->ended) {
-                    s->ended = s->signalled = true;
-                    pthread_cond_signal(&s->end_cv);
-                    wake_all();
-                }
+                if (!s->ended)
+                    end_requests(s, true);
                 continue;
             }
+            /* The reader role, unless requests have ended: then the main
+             * thread reads what is left. */
+            if (s->ended)
+                continue;
+            s->leading = true;
             if (!(j = lead(s)))
                 continue;
         }
         pthread_mutex_unlock(&s->mu);
         run_job(s, j);
         pthread_mutex_lock(&s->mu);
+        s->running--;
     }
+    if (--s->live == 0)
+        poke(s->done_fd);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
+static bool readable(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1;
+}
+
+/*
+ * The main thread once requests have ended and no thread leads: answer
+ * every line still coming shutting_down while the accepted calls finish;
+ * a signal meanwhile closes the Apps at once.  When every worker is done,
+ * answer the lines that have arrived by then (what FIONREAD counts), and
+ * return.
+ */
+static void drain(struct server *s, bool signalled)
+{
+    bool done = false;
+    size_t budget = 0;
+
+    for (;;) {
+        int wake[2], nwake = 0;
+        const char *line;
+        size_t len;
+
+        if (!signalled)
+            wake[nwake++] = sig_fd;
+        if (!done)
+            wake[nwake++] = s->done_fd;
+        if (!s->eof) {
+            int r = next_line(s, &line, &len, wake, nwake, done ? 0 : -1,
+                              done ? &budget : NULL);
+            if (r == 1) {
+                refuse_line(s, line, len);
+                continue;
+            }
+            if (r == 0)
+                continue; /* EOF: wait for the workers only */
+        } else if (!done) {
+            struct pollfd p[2];
+            for (int i = 0; i < nwake; i++)
+                p[i] = (struct pollfd){wake[i], POLLIN, 0};
+            if (poll(p, (nfds_t)nwake, -1) < 0 && errno != EINTR)
+                return;
+        }
+        if (done)
+            return;
+        if (!signalled && readable(sig_fd)) {
+            signalled = true;
+            pthread_mutex_lock(&s->mu);
+            s->signalled = true;
+            pthread_mutex_unlock(&s->mu);
+            /* Calls in flight end unknown, queued ones shutting_down. */
+            aur_mcp_shutdown(s->h);
+        }
+        if (readable(s->done_fd)) {
+            int avail = 0;
+            done = true;
+            if (!s->eof && ioctl(0, FIONREAD, &avail) == 0 && avail > 0)
+                budget = (size_t)avail;
+        }
+    }
+}
+
 static void close_fds(struct server *s)
 {
-    /* The handler writes to stop_fd: not once it is closed and its
-     * number free for reuse. */
+    /* The handler writes to stop_fd and sig_fd: not once they are closed
+     * and their numbers free for reuse. */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     if (s->ep >= 0)
         close(s->ep);
     if (s->pass_fd >= 0)
         close(s->pass_fd);
+    if (s->done_fd >= 0)
+        close(s->done_fd);
     close(stop_fd);
+    close(sig_fd);
+    stop_fd = sig_fd = -1;
 }
 
 /* The epoll set, with the token armed on stdin (or passed, for a file).
@@ -428,6 +763,7 @@ static int setup_epoll(struct server *s)
 
     if ((s->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (s->pass_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, stop_fd, &stop) != 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, s->pass_fd, &pass) != 0)
         return -1;
@@ -451,8 +787,9 @@ int cli_serve(const char *dir)
     int rc, nth = 0;
 
     memset(&s, 0, sizeof s);
-    s.ep = s.pass_fd = -1;
-    if ((stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+    s.ep = s.pass_fd = s.done_fd = -1;
+    if ((stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (sig_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         return EXIT_RUNTIME;
     /* During startup a signal cancels it (main.c's signal thread: the
      * start ends "interrupted"); from the ready line on, serve's own
@@ -499,15 +836,21 @@ int cli_serve(const char *dir)
         json_object_put(ready);
     }
     /* WORKERS calls at once, plus the reader. */
+    s.live = WORKERS + 1;
     for (; nth < WORKERS + 1; nth++)
-            if (pthread_create(&th[nth], NULL, worker, &s) != 0)
-                break;
+        if (pthread_create(&th[nth], NULL, worker, &s) != 0)
+            break;
     pthread_mutex_lock(&s.mu);
+    s.live -= (size_t)(WORKERS + 1 - nth);
+    if (s.live == 0)
+        poke(s.done_fd);
     /* A reader alone would queue calls nobody runs: give up as on a read
      * error. */
     bool starved = nth < 2;
-    if (starved)
-        s.ended = true;
+    if (starved) {
+        fprintf(stderr, "aurora-mcp serve: cannot start worker threads\n");
+        end_requests(&s, false);
+    }
     while (!s.ended)
         pthread_cond_wait(&s.end_cv, &s.mu);
     bool signalled = s.signalled;
@@ -518,6 +861,11 @@ int cli_serve(const char *dir)
      * flight end as unknown and are still answered. */
     if (signalled)
         aur_mcp_shutdown(s.h);
+    pthread_mutex_lock(&s.mu);
+    while (s.leading)
+        pthread_cond_wait(&s.end_cv, &s.mu);
+    pthread_mutex_unlock(&s.mu);
+    drain(&s, signalled);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
     aur_mcp_shutdown(s.h);

@@ -420,26 +420,24 @@ START_TEST(first_failure_cancels_and_cleans_up)
 END_TEST
 
 /* The monotonic time the fixture logged with its "eof" line. */
-static long long eof_time(const char *path)
-{
-    char *log = h_slurp(path), *e;
-    long long t;
-    ck_assert_ptr_nonnull(log);
-    e = strstr(log, "eof ");
-    ck_assert_ptr_nonnull(e);
-    t = atoll(e + 4);
-    free(log);
-    return t;
-}
-
+/* Closes begin in reverse config order (each App's "closing" line in the
+ * host's log), and every App gets its stdin EOF. */
 START_TEST(apps_close_in_reverse_config_order)
 {
     struct aur_startup_error serr;
     struct aur_error err;
     struct aur_mcp *h = NULL;
-    char *la, *lb;
+    char *la, *lb, *hl, *ini, *log;
     ck_assert(asprintf(&la, "%s/a.log", dir) > 0);
     ck_assert(asprintf(&lb, "%s/b.log", dir) > 0);
+    ck_assert(asprintf(&hl, "%s/host.log", dir) > 0);
+    ck_assert(asprintf(&ini,
+                       "[host]\nplugins = transport-stdio\n"
+                       "plugin_dir = %s/plugins\njournal = data/w.sqlite3\n"
+                       "log_file = %s\nlog_level = debug\n[mcp]\n"
+                       "enabled = true\n",
+                       AUR_TEST_BIN_DIR, hl) > 0);
+    h_write(dir, "host.ini", ini);
     const char *a[] = {"--log", la, "--era", "modern", NULL};
     const char *b[] = {"--log", lb, "--era", "modern", NULL};
     h_add_app(dir, "1-a.ini", "org.test.first", 5, NULL, fixture, a);
@@ -447,12 +445,58 @@ START_TEST(apps_close_in_reverse_config_order)
     ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
     ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
     aur_mcp_destroy(h);
-    /* each fixture logs "eof" as its last act: b saw it before a */
     ck_assert_int_eq(h_count_lines(la, "eof"), 1);
     ck_assert_int_eq(h_count_lines(lb, "eof"), 1);
-    ck_assert_int_gt(eof_time(la), eof_time(lb));
+    log = h_slurp(hl);
+    ck_assert_ptr_nonnull(log);
+    char *first = strstr(log, "app org.test.first: closing");
+    char *second = strstr(log, "app org.test.second: closing");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_nonnull(second);
+    ck_assert_msg(second < first, "closes did not begin in reverse order");
+    free(log);
+    free(ini);
+    free(hl);
     free(la);
     free(lb);
+}
+END_TEST
+
+/* Stubborn Apps (they ignore stdin EOF and SIGTERM) stop side by side:
+ * three take about one escalation, not three (measured against one in
+ * the same run, so the machine's speed does not matter). */
+static int64_t stubborn_close_ms(int n)
+{
+    struct aur_startup_error serr;
+    struct aur_mcp *h = NULL;
+    const char *opts[] = {"--era", "modern", "--ignore-term", NULL};
+    char file[16], pkg[32];
+    int64_t t0;
+
+    teardown();
+    dir = h_mkconfig("[transport-stdio]\nterm_grace_ms = 400", NULL);
+    fixture = h_bin("bin/aur-fixture-server");
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    for (int i = 0; i < n; i++) {
+        snprintf(file, sizeof file, "%d.ini", i);
+        snprintf(pkg, sizeof pkg, "org.test.stubborn%d", i);
+        add_fixture(file, pkg, 10, opts);
+    }
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    t0 = h_now_ms();
+    aur_mcp_destroy(h);
+    t0 = h_now_ms() - t0;
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+    return t0;
+}
+
+START_TEST(stubborn_apps_stop_side_by_side)
+{
+    int64_t one = stubborn_close_ms(1), three = stubborn_close_ms(3);
+    /* One escalation is two grace periods (EOF, then SIGTERM). */
+    ck_assert_int_ge(one, 800);
+    ck_assert_msg(three < 2 * one, "one App: %lld ms, three: %lld ms",
+                  (long long)one, (long long)three);
 }
 END_TEST
 
@@ -740,6 +784,7 @@ static Suite *suite(void)
     tcase_add_test(many, error_at_listen_fails_listen);
     tcase_add_test(many, error_at_page_fails_list);
     tcase_add_test(many, apps_close_in_reverse_config_order);
+    tcase_add_test(many, stubborn_apps_stop_side_by_side);
     tcase_add_test(many, agents_exact_reference_must_exist);
     tcase_add_test(many, agents_patterns_pass);
     tcase_add_test(many, lifecycle_commits_in_config_order);

@@ -203,7 +203,6 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
 #define AUR__CLOSE_GRACE_MS 5000
 #define AUR__FAIL_GRACE_MS 1000
 void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms);
-void aur__app_close(struct aur__app *app, int64_t grace_ms);
 void aur__lifecycle_commit(struct aur__app *app, const char *kind,
                            const char *suffix, const char *summary,
                            struct json_object *data);

@@ -501,22 +501,36 @@ void aur_mcp_cancel(struct aur_mcp *h)
     cancel_all(h);
 }
 
-void aur__app_close(struct aur__app *app, int64_t grace_ms)
+/* The first step of a close, quick and in order: from here late signals
+ * are ignored, events arriving are refused, and calls in flight end as
+ * unknown. */
+static void app_close_begin(struct aur__app *app)
 {
-    aur_deadline dl = aur__now_ms() + app->cfg->timeout_ms + 1000;
     AUR_PERTURB("startup.close");
     pthread_mutex_lock(&app->mu);
     app->closing = true;
+    if (app->rpc)
+        aur__rpc_cancel_waiters(app->rpc);
+    pthread_cond_broadcast(&app->cv);
+    pthread_mutex_unlock(&app->mu);
+    if (app->opened)
+        aur__log(AUR_LOG_DEBUG, app->tag, "closing");
+}
+
+/* The rest, which may take a whole escalation for a stubborn App. */
+static void app_close_finish(struct aur__app *app, int64_t grace_ms)
+{
+    aur_deadline dl = aur__now_ms() + app->cfg->timeout_ms + 1000;
+    pthread_mutex_lock(&app->mu);
     struct aur__rpc *rpc = app->rpc;
-    /* Calls in flight end as unknown; wait until none uses rpc. */
-    if (rpc)
-        aur__rpc_cancel_waiters(rpc);
+    /* Wait until no call uses rpc any more. */
     while (app->inflight > 0)
         if (aur__cond_wait_until(&app->cv, &app->mu, dl) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&app->mu);
-    /* The transport first: closing it joins the dispatch thread, so no
-     * on_notify can still be running when the sessions end. */
+    /* The transport first: closing it drains and joins the dispatch
+     * thread, so no on_notify can still be running when the sessions
+     * end. */
     if (rpc) {
         aur__rpc_close(rpc, aur__now_ms() + grace_ms);
         pthread_mutex_lock(&app->mu);
@@ -535,9 +549,57 @@ void aur__app_close(struct aur__app *app, int64_t grace_ms)
     pthread_mutex_unlock(&app->mu);
 }
 
+/* Closes run on up to this many threads at once. */
+#define CLOSE_THREADS 256
+
+struct closer {
+    struct aur_mcp *mcp;
+    int64_t grace_ms;
+    pthread_mutex_t mu;
+    size_t next; /* Apps not yet finished: apps[0..next), from the end */
+};
+
+static void *closer_main(void *arg)
+{
+    struct closer *c = arg;
+    for (;;) {
+        struct aur__app *a = NULL;
+        pthread_mutex_lock(&c->mu);
+        if (c->next > 0)
+            a = &c->mcp->apps[--c->next];
+        pthread_mutex_unlock(&c->mu);
+        if (!a)
+            return NULL;
+        app_close_finish(a, c->grace_ms);
+    }
+}
+
+/*
+ * Every close begins in reverse config order, one after the other (the
+ * quick part), and then the rest runs side by side: an App that ignores
+ * stdin EOF and SIGTERM takes its whole escalation, and N of them must
+ * not take N escalations.  Threads that cannot be created leave their
+ * share to the others (at worst, this thread finishes everything).
+ */
 void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms)
 {
+    struct closer c = {.mcp = mcp, .grace_ms = grace_ms, .next = mcp->napps};
+    size_t n = mcp->napps > CLOSE_THREADS ? CLOSE_THREADS : mcp->napps;
+    pthread_t *t = n > 1 ? calloc(n - 1, sizeof *t) : NULL;
+    size_t made = 0;
+
     for (size_t i = mcp->napps; i-- > 0;)
-        aur__app_close(&mcp->apps[i], grace_ms);
+        app_close_begin(&mcp->apps[i]);
+    pthread_mutex_init(&c.mu, NULL);
+    for (size_t i = 0; t && i + 1 < n; i++) {
+        if (pthread_create(&t[made], NULL, closer_main, &c) != 0)
+            break;
+        made++;
+    }
+    closer_main(&c);
+    for (size_t i = 0; i < made; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    pthread_mutex_destroy(&c.mu);
     mcp->active = false;
 }

@@ -38,7 +38,8 @@ log() { printf 'run.sh: %s\n' "$*" >&2; }
 
 if [ "$do_build" = 1 ]; then
     [ -f "$build/CMakeCache.txt" ] ||
-        cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+        cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+              -DAUR_WERROR=ON >&2
     cmake --build "$build" -j2 --target aurora-mcp-cli aur-fixture-server \
         transport-stdio transport-http bench_host bench_raw_floor \
         bench_measure bench_events >&2

@@ -4,7 +4,9 @@
  */
 #include "aur_setup.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <json-c/json.h>
@@ -282,9 +284,20 @@ int aur__journal_open(const char *path, struct aur__journal **out,
         free(j);
         return aur_fail(err, AUR_E_NOMEM, 0, "journal: mutex init failed");
     }
+    /* Created by us, readable by its owner only (it holds event data),
+     * and never through a symlink; SQLite gives its -wal and -shm files
+     * the same mode. */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int e = errno;
+        rc = aur_fail(err, AUR_E_JOURNAL, e, "journal %s: %s%s", path,
+                      strerror(e), e == ELOOP ? " (a symlink is refused)" : "");
+        goto fail;
+    }
+    close(fd);
     src = sqlite3_open_v2(path, &j->db,
                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                              SQLITE_OPEN_NOMUTEX,
+                              SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
                           NULL);
     if (src != SQLITE_OK) {
         rc = aur_fail(err, AUR_E_JOURNAL, src, "journal %s: %s", path,

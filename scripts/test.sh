@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Build and run every test: the CTest suites in a normal build, then the
 # same suites again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Both with -DAUR_WERROR=ON: a warning fails our builds (not users').
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh build
+bash scripts/build.sh build -DAUR_WERROR=ON
 ctest --test-dir build --output-on-failure -j2
-bash scripts/build.sh build-asan -DAUR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+bash scripts/build.sh build-asan -DAUR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+    -DAUR_PERTURB=ON \
+    -DAUR_WERROR=ON
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j2

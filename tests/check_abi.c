@@ -8,6 +8,7 @@
 
 #include "support/check_main.h"
 #include <check.h>
+#include <sys/stat.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -194,6 +195,41 @@ START_TEST(test_good_transport)
     ck_assert(is_zero(&p, sizeof p));
     /* Released without init: unloaded. */
     ck_assert(!is_loaded(fx_path("good_transport")));
+}
+END_TEST
+
+/* Like sshd's StrictModes: a plugin file, or its directory, that others
+ * can write is refused before it is loaded. */
+START_TEST(test_writable_plugin_refused)
+{
+    char tmpl[] = "/tmp/aur-modes-XXXXXX", path[300], cmd[1024];
+    struct aur__plugin p;
+    struct aur_error err;
+
+    ck_assert_ptr_nonnull(mkdtemp(tmpl));
+    snprintf(path, sizeof path, "%s/good_transport.so", tmpl);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", fx_path("good_transport"), path);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(chmod(tmpl, 0700), 0);
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    ck_assert_int_eq(aur__plugin_open(path, &p, &err), AUR_OK);
+    aur__plugin_release(&p);
+
+    ck_assert_int_eq(chmod(path, 0666), 0);
+    ck_assert_int_eq(aur__plugin_open(path, &p, &err), AUR_E_PLUGIN);
+    ck_assert_msg(strstr(err.msg, "writable by others"), "%s", err.msg);
+    ck_assert(!is_loaded(path));
+    ck_assert_int_eq(chmod(path, 0664), 0);
+    ck_assert_int_eq(aur__plugin_open(path, &p, &err), AUR_E_PLUGIN);
+    ck_assert_msg(strstr(err.msg, "writable by its group"), "%s", err.msg);
+
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    ck_assert_int_eq(chmod(tmpl, 0777), 0);
+    ck_assert_int_eq(aur__plugin_open(path, &p, &err), AUR_E_PLUGIN);
+    ck_assert_msg(strstr(err.msg, "its directory"), "%s", err.msg);
+    ck_assert(!is_loaded(path));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -664,6 +700,7 @@ static Suite *abi_suite(void)
     tc = tcase_create("accept");
     tcase_add_checked_fixture(tc, setup_scratch, teardown_scratch);
     tcase_add_test(tc, test_good_transport);
+    tcase_add_test(tc, test_writable_plugin_refused);
     tcase_add_test(tc, test_good_extension);
     tcase_add_test(tc, test_longer_struct);
     tcase_add_test(tc, test_short_ops_tail_reads_null);

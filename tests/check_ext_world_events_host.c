@@ -240,6 +240,62 @@ static void log_is_clean(void)
 /* Tests                                                            */
 /* ---------------------------------------------------------------- */
 
+/* The world-events counters of the App's status (transfer). */
+static struct json_object *we_counters(struct aur_mcp *h)
+{
+    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we;
+    ck_assert(json_object_object_get_ex(st, "apps", &apps));
+    ck_assert(json_object_object_get_ex(json_object_array_get_idx(apps, 0),
+                                        "extension_status", &xs));
+    ck_assert(json_object_object_get_ex(xs, "org.aurorabot/world-events",
+                                        &we));
+    we = json_object_get(we);
+    json_object_put(st);
+    return we;
+}
+
+static int64_t counter(struct json_object *c, const char *k)
+{
+    struct json_object *v;
+    ck_assert_msg(json_object_object_get_ex(c, k, &v), "no %s", k);
+    return json_object_get_int64(v);
+}
+
+/*
+ * An event is judged by what was true when it ARRIVED, not when the
+ * dispatch thread reached it: events the server sent before each of its
+ * three tools/list pages (so the host read them before startup could
+ * end) arrive behind a flood of 30000 notifications, so they are
+ * dispatched well after activation, and all of them must be refused.
+ */
+START_TEST(events_before_activation_refused)
+{
+    const char *opts[] = {"--extensions", CAPS, "--notify-before-list",
+                          "notifications/org.aurorabot/world-events/event",
+                          EVENT, "--flood", "30000", "--tools", "3",
+                          "--page-size", "1", NULL};
+    struct json_object *c = NULL;
+    add_fixture("a.ini", PKG, "world_events", "modern", opts);
+    struct aur_mcp *h = start_ok();
+    int sent = h_count_lines(logpath, "tools/list");
+    ck_assert_int_eq(sent, 3);
+    for (int64_t i = 0; i < h_slack(10000) / 20; i++) {
+        json_object_put(c);
+        c = we_counters(h);
+        if (counter(c, "dropped_inactive") + counter(c, "committed") +
+                counter(c, "duplicates") + counter(c, "queued") >=
+            sent)
+            break;
+        usleep(20000);
+    }
+    ck_assert_int_eq(counter(c, "dropped_inactive"), sent);
+    ck_assert_int_eq(counter(c, "committed"), 0);
+    json_object_put(c);
+    aur_mcp_destroy(h);
+    stays(0);
+}
+END_TEST
+
 START_TEST(world_event_committed_once)
 {
     const char *opts[] = {"--extensions", CAPS, "--event", EVENT, NULL};
@@ -504,6 +560,7 @@ static Suite *host_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, world_event_committed_once);
+    tcase_add_test(tc, events_before_activation_refused);
     tcase_add_test(tc, two_apps_same_event_id);
     tcase_add_test(tc, rejected_event_keeps_connection);
     suite_add_tcase(su, tc);

@@ -57,11 +57,37 @@ START_TEST(open_creates_nested)
     sqlite3_finalize(st);
     sqlite3_close(db);
 
+    /* the file and its WAL are its owner's alone */
+    ck_assert_int_eq(stat(dbpath, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0077, 0);
+
     /* reopening an existing journal keeps it */
     j = open_ok();
     ck_assert_int_eq(aur__journal_count(j), 0);
+    char wal[300];
+    snprintf(wal, sizeof wal, "%s-wal", dbpath);
+    if (stat(wal, &sb) == 0)
+        ck_assert_int_eq(sb.st_mode & 0077, 0);
     aur__journal_close(j);
     aur__journal_close(NULL);
+}
+END_TEST
+
+/* A journal path that is a symlink is refused, not followed. */
+START_TEST(symlinked_journal_refused)
+{
+    struct aur__journal *j = NULL;
+    struct aur_error err;
+    char target[300];
+
+    j = open_ok();
+    aur__journal_close(j);
+    snprintf(target, sizeof target, "%s.real", dbpath);
+    ck_assert_int_eq(rename(dbpath, target), 0);
+    ck_assert_int_eq(symlink(target, dbpath), 0);
+    ck_assert_int_eq(aur__journal_open(dbpath, &j, &err), AUR_E_JOURNAL);
+    ck_assert_ptr_null(j);
+    ck_assert_msg(strstr(err.msg, "symlink"), "%s", err.msg);
 }
 END_TEST
 
@@ -555,6 +581,7 @@ static Suite *journal_suite(void)
     tc = tcase_create("open");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, open_creates_nested);
+    tcase_add_test(tc, symlinked_journal_refused);
     tcase_add_test(tc, newer_schema_refused);
     tcase_add_test(tc, foreign_files_refused);
     tcase_add_test(tc, persists_across_reopen);

@@ -346,6 +346,51 @@ START_TEST(sdk2_modern_over_https)
 }
 END_TEST
 
+/*
+ * Legacy era over HTTPS: the standalone GET stream is up before the first
+ * tools/list, so a change the server pushes while we page is seen and the
+ * catalog is paged again.  The server holds every GET for 500 ms (a client
+ * that listed at once would page while no stream exists, and the SDK
+ * would drop the change: a stale catalog frozen), and pushes list_changed
+ * right after the first page.
+ */
+START_TEST(sdk1_legacy_listens_before_listing)
+{
+    const char *opts[] = {"--tools", "7", "--page-size", "5",
+                          "--change-during-list", "1", "--get-delay", "500",
+                          NULL};
+    struct aur_startup_error serr;
+    struct json_object *log;
+    int rc, get_done = -1, first_list, passes = 0;
+
+    server_start(script1, opts);
+    struct aur_mcp *h = start_host(true, false, &serr, &rc);
+    ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
+    ck_assert_str_eq(h_negotiated_version(h), "2025-11-25");
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 12);
+    aur_mcp_destroy(h);
+
+    log = read_log();
+    for (int i = 0; i < (int)json_object_array_length(log); i++) {
+        struct json_object *e = json_object_array_get_idx(log, i);
+        const char *done = h_str(e, "done"), *m = h_str(e, "method");
+        if (get_done < 0 && done && strcmp(done, "GET") == 0)
+            get_done = i;
+        if (m && strcmp(m, "tools/list") == 0 &&
+            !json_object_object_get_ex(e, "cursor", NULL))
+            passes++;
+    }
+    first_list = find_method(log, "tools/list", 0);
+    ck_assert_int_ge(get_done, 0);
+    ck_assert_msg(get_done < first_list, "the first tools/list (line %d) "
+                  "went out before the GET stream was up (line %d)",
+                  first_list, get_done);
+    /* the change reached us: the catalog was paged again from the start */
+    ck_assert_int_eq(passes, 2);
+    json_object_put(log);
+}
+END_TEST
+
 START_TEST(sdk1_legacy_session_over_https)
 {
     /* The held 202 makes any request that overtakes the end of the
@@ -520,6 +565,8 @@ START_TEST(server_5xx_during_call_is_unknown)
     ck_assert_int_eq(h_call(h, PEER("echo"), "{\"text\":\"x\"}", &c),
                      AUR_CALL_UNKNOWN);
     ck_assert_msg(strstr(c, "HTTP 502"), "%s", c);
+    /* the status is reported as what it is: no JSON-RPC code invented */
+    ck_assert_msg(!strstr(c, "-32000"), "%s", c);
     free(c);
     aur_mcp_destroy(h);
 }
@@ -678,6 +725,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, sdk2_modern_over_https);
     tcase_add_test(tc, sdk1_legacy_session_over_https);
+    tcase_add_test(tc, sdk1_legacy_listens_before_listing);
     tcase_add_test(tc, sdk1_runtime_list_changed_over_get);
     tcase_add_test(tc, sdk2_bearer_token);
     tcase_add_test(tc, sdk2_bearer_missing_fails_connect);

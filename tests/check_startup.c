@@ -6,6 +6,7 @@
 #define _GNU_SOURCE 1
 #include <aurora/aur_host.h>
 #include <check.h>
+#include <sys/stat.h>
 #include <json-c/json.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -420,6 +421,38 @@ START_TEST(first_failure_cancels_and_cleans_up)
 END_TEST
 
 /* The monotonic time the fixture logged with its "eof" line. */
+/*
+ * A change that reaches a cleanly listed App while a slower neighbour is
+ * still starting (go-sdk servers announce their tools after a debounce)
+ * makes that App page again within its deadline: startup succeeds, and
+ * the catalog that freezes is the changed one (gen2), never the stale.
+ */
+START_TEST(late_change_next_to_slow_app_relists)
+{
+    const char *a[] = {"--era", "modern", "--tools", "2", "--gen-tool",
+                       "--change-after-list", "150", NULL};
+    const char *b[] = {"--era", "modern", "--start-delay-ms", "1500", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h = NULL;
+    add_fixture("1-a.ini", "org.test.late", 10, a);
+    add_fixture("2-b.ini", "org.test.slow", 10, b);
+    ck_assert_msg(start(&h, &serr) == AUR_OK, "start: %s %s %s", serr.app,
+                  serr.phase, serr.message);
+    bool gen1 = false, gen2 = false;
+    for (size_t i = 0; i < aur_mcp_tool_count(h); i++) {
+        const char *id = aur_mcp_tool_at(h, i)->id;
+        gen1 |= strcmp(id, "aur.mcp.org.test.late.gen1") == 0;
+        gen2 |= strcmp(id, "aur.mcp.org.test.late.gen2") == 0;
+    }
+    ck_assert_msg(gen2 && !gen1, "the frozen catalog is stale");
+    ck_assert(!aur_mcp_restart_required(h));
+    aur_mcp_destroy(h);
+    /* one shared log: two passes of App a (the clean one, then the one
+     * after the change) and one of App b */
+    ck_assert_int_eq(h_count_lines(logpath, "tools/list"), 3);
+}
+END_TEST
+
 /* Closes begin in reverse config order (each App's "closing" line in the
  * host's log), and every App gets its stdin EOF. */
 START_TEST(apps_close_in_reverse_config_order)
@@ -459,6 +492,74 @@ START_TEST(apps_close_in_reverse_config_order)
     free(hl);
     free(la);
     free(lb);
+}
+END_TEST
+
+/* The log file is its owner's alone and never written through a symlink,
+ * and what a server sends cannot reach it as a terminal control: a tool
+ * name holding ESC and CSI (U+009B), quoted in a startup failure, is
+ * logged escaped. */
+START_TEST(log_file_private_escaped_no_symlink)
+{
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    struct aur_tool_output out;
+    struct stat sb;
+    char *hl, *ini, *log, *other;
+    const char *opts[] = {"--era", "modern", NULL};
+    const char *bad[] = {"--era", "modern", "--tool-json",
+                         "{\"name\":\"evil\\u001b[2J\\u009bX\",\"inputSchema\":"
+                         "{\"type\":\"object\"}}",
+                         NULL};
+
+    ck_assert(asprintf(&hl, "%s/host.log", dir) > 0);
+    ck_assert(asprintf(&ini,
+                       "[host]\nplugins = transport-stdio\n"
+                       "plugin_dir = %s/plugins\njournal = data/w.sqlite3\n"
+                       "log_file = %s\nlog_level = debug\n[mcp]\n"
+                       "enabled = true\n",
+                       AUR_TEST_BIN_DIR, hl) > 0);
+    h_write(dir, "host.ini", ini);
+    add_fixture("a.ini", "org.test.log", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call(h, "aur.mcp.org.test.log.t0000", NULL, -1,
+                                  &out),
+                     AUR_OK);
+    aur_tool_output_clear(&out);
+    aur_mcp_destroy(h);
+    /* A server whose tool name holds ESC and CSI: the startup failure is
+     * logged with its reason, escaped. */
+    add_fixture("a.ini", "org.test.log", 5, bad);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(stat(hl, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0077, 0);
+    log = h_slurp(hl);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_msg(strstr(log, "evil\\x1b[2J\\xc2\\x9bX"), "not escaped");
+    ck_assert_ptr_nonnull(strstr(log, "phase tools/list"));
+    ck_assert_ptr_null(strchr(log, '\x1b'));
+    ck_assert_ptr_null(strstr(log, "\xc2\x9b"));
+    free(log);
+
+    /* a symlink in its place is refused, and its target untouched */
+    ck_assert(asprintf(&other, "%s/other.txt", dir) > 0);
+    h_write(dir, "other.txt", "keep\n");
+    ck_assert_int_eq(unlink(hl), 0);
+    ck_assert_int_eq(symlink(other, hl), 0);
+    h = NULL;
+    ck_assert_int_ne(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    ck_assert_msg(strstr(serr.message, "symlink") ||
+                      strstr(err.msg, "symlink"),
+                  "%s / %s", serr.message, err.msg);
+    aur_mcp_destroy(h);
+    log = h_slurp(other);
+    ck_assert_str_eq(log, "keep\n");
+    free(log);
+    free(other);
+    free(ini);
+    free(hl);
 }
 END_TEST
 
@@ -785,6 +886,8 @@ static Suite *suite(void)
     tcase_add_test(many, error_at_page_fails_list);
     tcase_add_test(many, apps_close_in_reverse_config_order);
     tcase_add_test(many, stubborn_apps_stop_side_by_side);
+    tcase_add_test(many, late_change_next_to_slow_app_relists);
+    tcase_add_test(many, log_file_private_escaped_no_symlink);
     tcase_add_test(many, agents_exact_reference_must_exist);
     tcase_add_test(many, agents_patterns_pass);
     tcase_add_test(many, lifecycle_commits_in_config_order);

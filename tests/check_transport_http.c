@@ -392,6 +392,37 @@ START_TEST(truncated_stream)
 }
 END_TEST
 
+/* A response may complete only the request its own stream carried: the
+ * stream of "attacker" that also answers "victim" (an id it did not
+ * carry) cannot complete victim, which ends on its own stream. */
+START_TEST(response_on_foreign_stream_dropped)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    int st;
+    bool dl;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/cross");
+    c = open_ok();
+    send_ok(c, req("victim", "tools/call"));
+    ck_assert(fx_wait("rpc=tools/call", 5000)); /* victim is on its stream */
+    send_ok(c, req("attacker", "tools/call"));
+    /* The first message naming victim must be its own end, not the
+     * forged result the attacker's stream carried. */
+    m = wait_id("victim", 10000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_msg(marker(m, &st, &dl), "victim completed by a foreign "
+                  "stream: %s", json_object_to_json_string(m));
+    ck_assert(!json_object_object_get_ex(m, "result", NULL));
+    ck_assert(dl);
+    json_object_put(m);
+    /* attacker's own response came (skipped by wait_id) and nothing else */
+    ck_assert_int_eq(msg_count(), 2);
+    ck_assert(log_has("does not answer it"));
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
 START_TEST(event_over_limit)
 {
     struct aur_conn *c;
@@ -633,6 +664,7 @@ static Suite *suite(void)
     tcase_add_test(t, sse_crlf);
     tcase_add_test(t, status_errors);
     tcase_add_test(t, truncated_stream);
+    tcase_add_test(t, response_on_foreign_stream_dropped);
     tcase_add_test(t, event_over_limit);
     tcase_add_test(t, open_rejects);
     suite_add_tcase(s, t);

@@ -74,6 +74,14 @@ addapp "$T/c" a.ini org.test.cli 5 --era modern --call-result '{"content":[],"is
 mkcfg "$T/d"
 addapp "$T/d" a.ini org.test.cli 5 --era modern --call-error -32602
 "$BIN" call -c "$T/d" aur.mcp.org.test.cli.t0000 >/dev/null 2>&1; expect_eq $? 3 "call rejected exit"
+# A tool's text keeps every byte: U+0000 is escaped, never a cut, in call
+# and in serve.
+mkcfg "$T/z"
+addapp "$T/z" a.ini org.test.cli 5 --era modern --call-result '{"content":[{"type":"text","text":"ab\u0000cd"}]}'
+out=$("$BIN" call -c "$T/z" aur.mcp.org.test.cli.t0000 2>/dev/null); expect_eq $? 0 "call U+0000 text"
+expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
+out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
+expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
 # --- serve ---------------------------------------------------------------
 mkcfg "$T/s"

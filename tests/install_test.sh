@@ -80,10 +80,18 @@ int main(void)
     return 0;
 }
 EOF
-# An instrumented library (AUR_SANITIZE) needs an instrumented program.
+# An instrumented library (AUR_SANITIZE, AUR_TSAN) needs an instrumented
+# program.
+# gcc records its runtime as NEEDED; clang leaves the runtime's symbols
+# undefined for the program to provide.
 san=
-if readelf -d "$P/$LIB" | grep NEEDED | grep -q libasan; then
+undef=$(nm -D --undefined-only "$P/$LIB" 2>/dev/null)
+if readelf -d "$P/$LIB" | grep NEEDED | grep -q libasan ||
+   grep -q ' __asan_' <<<"$undef"; then
     san=-fsanitize=address,undefined
+elif readelf -d "$P/$LIB" | grep NEEDED | grep -q libtsan ||
+     grep -q ' __tsan_' <<<"$undef"; then
+    san=-fsanitize=thread
 fi
 if ${CC:-cc} $san -o "$T/embed" "$T/embed.c" \
         $(pkg-config --cflags --libs aurora-mcp) >"$T/embed.log" 2>&1; then
@@ -95,8 +103,9 @@ fi
 # --- the out-of-tree plugin ------------------------------------------------
 # Plain flags on purpose: a third party does not build with our sanitizers,
 # and an uninstrumented plugin must load into an instrumented host too.
+# (Our own check keeps its warnings fatal: -DAUR_WERROR=ON.)
 if env -u CFLAGS -u LDFLAGS cmake -S "$SRC/examples/ext-audit" \
-        -B "$T/audit-build" >"$T/audit.log" 2>&1 &&
+        -B "$T/audit-build" -DAUR_WERROR=ON >"$T/audit.log" 2>&1 &&
    cmake --build "$T/audit-build" >>"$T/audit.log" 2>&1 &&
    cmake --install "$T/audit-build" >>"$T/audit.log" 2>&1; then
     ok

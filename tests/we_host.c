@@ -265,8 +265,9 @@ int accept_mode(const char *pkg, const char *mode, int modern,
     struct json_object *caps =
         caps_json ? json_tokener_parse(caps_json) : json_object_new_object();
     int rc;
-    ck_assert_msg(caps != NULL || strcmp(caps_json, "null") == 0,
-                  "bad test JSON %s", caps_json);
+    ck_assert_msg(caps != NULL ||
+                      (caps_json != NULL && strcmp(caps_json, "null") == 0),
+                  "bad test JSON %s", caps_json ? caps_json : "(none)");
     *sess = NULL;
     aur_error_clear(err);
     rc = OPS->accept_server(ST, &a, caps, sess, err);

@@ -192,7 +192,9 @@ struct json_object *cli_output_json(const struct aur_tool_output *o)
     struct json_object *j = json_object_new_object();
     json_object_object_add(j, "status",
                            json_object_new_string(aur_call_status_word(o->status)));
-    json_object_object_add(j, "content", json_object_new_string(o->content));
+    json_object_object_add(j, "content",
+                           json_object_new_string_len(o->content,
+                                                      (int)o->content_len));
     if (o->observe && o->publish) {
         json_object_object_add(j, "observe",
                                string_array(o->observe, o->n_observe));

@@ -131,7 +131,7 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
     put_lit(&l, ",\"result\":{\"status\":\"");
     put_lit(&l, aur_call_status_word(o->status));
     put_lit(&l, "\",\"content\":");
-    put_str(&l, o->content, strlen(o->content));
+    put_str(&l, o->content, o->content_len);
     if (o->observe && o->publish) {
         put_scopes(&l, "observe", o->observe, o->n_observe);
         put_scopes(&l, "publish", o->publish, o->n_publish);

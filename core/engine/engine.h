@@ -158,6 +158,7 @@ struct aur_mcp {
     int failures;
     size_t listed;      /* Apps whose clean pass waits for the freeze */
     bool freeze_done;   /* the registry froze: no App lists again */
+    int gate;           /* activation: 0 closed, 1 open, -1 startup failed */
 };
 
 /* hostsvc.c: fill mcp->host. */
@@ -203,6 +204,9 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
 #define AUR__CLOSE_GRACE_MS 5000
 #define AUR__FAIL_GRACE_MS 1000
 void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms);
+/* Dispatch threads: wait until activation's effects may happen (the
+ * frozen commits are written); false = startup failed, drop them. */
+bool aur__activation_wait(struct aur_mcp *mcp);
 void aur__lifecycle_commit(struct aur__app *app, const char *kind,
                            const char *suffix, const char *summary,
                            struct json_object *data);

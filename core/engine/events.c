@@ -138,7 +138,7 @@ void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
     wake_freeze(app);
-    if (!commit)
+    if (!commit || !aur__activation_wait(app->mcp))
         return;
     aur__log(AUR_LOG_WARN, app->tag, "disconnected; restart required");
     struct json_object *data = json_object_new_object();
@@ -190,6 +190,10 @@ static void on_notification(void *ud, const char *method,
     struct aur__ext_session *s = ext_for(app, method);
     (void)msg;
 
+    /* Active at arrival: acted on once activation's commits are in. */
+    if ((stamp & (STAMP_ACTIVE | STAMP_COMMIT)) &&
+        !aur__activation_wait(app->mcp))
+        stamp &= ~(unsigned)(STAMP_ACTIVE | STAMP_COMMIT);
     if (s) {
         struct aur_error err;
         bool accepted;

@@ -288,11 +288,13 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
         out->content_len = out->content ? strlen(out->content) : 0;
         return AUR_E_INVAL;
     }
-    t = h->active && tool_id ? aur__registry_find(h, tool_id) : NULL;
+    /* Shutdown may run while calls still arrive (serve on SIGTERM). */
+    bool active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
+    t = active && tool_id ? aur__registry_find(h, tool_id) : NULL;
     if (!t) {
         out->status = AUR_CALL_FAILED;
         out->content = aur__strdup_printf(
-            h->active ? "unknown tool id: %s" : "host is not running: %s",
+            active ? "unknown tool id: %s" : "host is not running: %s",
             tool_id ? tool_id : "(null)");
         out->content_len = strlen(out->content);
         return AUR_OK;

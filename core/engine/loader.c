@@ -11,7 +11,10 @@
 #include "aur_setup.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -193,6 +196,41 @@ static int validate_desc(const char *path, const struct aur_plugin_desc *d,
     return AUR_OK;
 }
 
+/*
+ * Like sshd's StrictModes: a plugin runs as the host, so neither the file
+ * nor the directory it lies in may be writable by anyone else (group or
+ * other), nor owned by another user than root or us.  Symlinks are
+ * followed (an installed plugin may be one); what they lead to is judged.
+ */
+static int check_modes(const char *path, struct aur_error *err)
+{
+    char *real = realpath(path, NULL), *slash;
+    struct stat st;
+    int rc = AUR_OK;
+
+    if (!real)
+        return aur_fail(err, AUR_E_PLUGIN, errno, "%s: cannot load: %s", path,
+                        strerror(errno));
+    for (int step = 0; step < 2 && rc == AUR_OK; step++) {
+        if (stat(real, &st) != 0)
+            rc = aur_fail(err, AUR_E_PLUGIN, errno, "%s: cannot load: %s",
+                          path, strerror(errno));
+        else if (st.st_mode & (S_IWGRP | S_IWOTH))
+            rc = aur_fail(err, AUR_E_PLUGIN, 0,
+                          "%s: refused: %s %s is writable by %s", path,
+                          step ? "its directory" : "the file", real,
+                          st.st_mode & S_IWOTH ? "others" : "its group");
+        else if (st.st_uid != 0 && st.st_uid != geteuid())
+            rc = aur_fail(err, AUR_E_PLUGIN, 0,
+                          "%s: refused: %s %s belongs to another user", path,
+                          step ? "its directory" : "the file", real);
+        if ((slash = strrchr(real, '/')))
+            *(slash == real ? slash + 1 : slash) = '\0';
+    }
+    free(real);
+    return rc;
+}
+
 int aur__plugin_open(const char *path, struct aur__plugin *p,
                      struct aur_error *err)
 {
@@ -204,6 +242,8 @@ int aur__plugin_open(const char *path, struct aur__plugin *p,
     memset(p, 0, sizeof *p);
     if (!path || !*path)
         return aur_fail(err, AUR_E_INVAL, 0, "plugin path is empty");
+    if ((rc = check_modes(path, err)) != AUR_OK)
+        return rc;
     p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!p->dl) {
         const char *why = dlerror();

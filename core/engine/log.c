@@ -3,8 +3,10 @@
 #include "clock.h"
 #include "log.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 
 /* The log is process-wide by nature (stderr is); one mutex keeps lines
  * whole when Apps and transports log from their own threads. */
@@ -18,10 +20,19 @@ int aur__log_setup(int level, const char *path, struct aur_error *err)
 {
     FILE *f = NULL;
     if (path && *path) {
-        f = fopen(path, "ae");
-        if (!f)
-            return aur_fail(err, AUR_E_IO, errno, "cannot open log file %s: %s",
-                            path, strerror(errno));
+        /* Never through a symlink (someone else's file would be appended
+         * to), and readable by its owner only: logs name Apps and tools. */
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+                                O_CLOEXEC,
+                      0600);
+        if (fd < 0 || !(f = fdopen(fd, "a"))) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            return aur_fail(err, AUR_E_IO, e, "cannot open log file %s: %s%s",
+                            path, strerror(e),
+                            e == ELOOP ? " (a symlink is refused)" : "");
+        }
         setvbuf(f, NULL, _IOLBF, 0);
     }
     pthread_mutex_lock(&log_mu);
@@ -47,9 +58,44 @@ int aur__log_level(void)
     return __atomic_load_n(&log_level, __ATOMIC_RELAXED);
 }
 
+/*
+ * One physical line per record, and nothing a terminal acts on: text from
+ * servers (stderr lines, error messages, names) reaches the log, and an
+ * escape sequence in it could rewrite what an operator sees.  C0 controls,
+ * DEL and the C1 controls (U+0080..U+009F, CSI among them) become \xNN
+ * (C1 as the two bytes of their UTF-8 form); the rest is kept.
+ */
+static void escape_controls(const char *in, char *out, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+
+    while (*p) {
+        size_t take = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f ? 2
+                      : p[0] < 0x20 || p[0] == 0x7f                ? 1
+                                                                   : 0;
+        if (!take) {
+            if (o + 2 > size)
+                break;
+            out[o++] = (char)*p++;
+            continue;
+        }
+        if (o + 4 * take + 1 > size)
+            break;
+        for (size_t k = 0; k < take; k++, p++) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
 void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
 {
-    char line[2048], ts[40];
+    char line[2048], out[4 * 2048], ts[40];
     int n;
     if (level > aur__log_level())
         return;
@@ -63,14 +109,11 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
     if (n < 0 || (size_t)n >= sizeof line)
         n = 0;
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    /* One physical line per record, whatever the message held. */
-    for (char *p = line; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    escape_controls(line, out, sizeof out);
     pthread_mutex_lock(&log_mu);
-    fprintf(stderr, "%s\n", line);
+    fprintf(stderr, "%s\n", out);
     if (log_file)
-        fprintf(log_file, "%s\n", line);
+        fprintf(log_file, "%s\n", out);
     pthread_mutex_unlock(&log_mu);
 }
 

@@ -13,7 +13,9 @@
  * began with and its catalog frozen.  A change that reaches a listed App
  * before that step makes it page again (within its deadline and the
  * relist budget), so a slow neighbour never turns a late notice into a
- * failure, and no change can slip between the check and the freeze.
+ * failure, and no change can slip between the check and the freeze.  The
+ * same step activates the Apps: a change after it sets restart_required,
+ * as any change after startup does (see open_gate).
  */
 #include "aur_setup.h"
 
@@ -255,8 +257,8 @@ static void *app_thread(void *arg)
         app->state = AUR__S_UNAVAILABLE;
         aur__set_str(&app->last_error, err.msg);
         pthread_mutex_unlock(&app->mu);
-        aur__log(AUR_LOG_ERROR, app->tag, "startup failed in phase %s (%s)",
-                 app->phase, aur_rc_word(rc));
+        aur__log(AUR_LOG_ERROR, app->tag, "startup failed in phase %s (%s): %s",
+                 app->phase, aur_rc_word(rc), err.msg);
         if (app->fail_order == 1)
             cancel_all(mcp);
     }
@@ -303,15 +305,52 @@ static void write_startup_commits(struct aur_mcp *mcp)
     }
 }
 
+/* Why the whole startup failed: logged (with the App, the phase and the
+ * reason) and handed to the caller. */
 static void fill_serr(struct aur_startup_error *serr, const char *code,
                       const char *app, const char *phase, const char *msg)
 {
+    if (app)
+        aur__log(AUR_LOG_ERROR, NULL, "startup failed (%s): App %s, phase %s: "
+                 "%s", code, app, phase, msg);
+    else
+        aur__log(AUR_LOG_ERROR, NULL, "startup failed (%s): phase %s: %s",
+                 code, phase, msg);
     if (!serr)
         return;
     snprintf(serr->code, sizeof serr->code, "%s", code);
     snprintf(serr->app, sizeof serr->app, "%s", app ? app : "");
     snprintf(serr->phase, sizeof serr->phase, "%s", phase);
     snprintf(serr->message, sizeof serr->message, "%s", msg);
+}
+
+/*
+ * The activation gate.  Apps are activated in the freeze step itself (so
+ * there is no window between the two in which a change would be neither
+ * a reason to page again nor a reason to restart), but what activation
+ * lets happen (committing events, mcp.catalog.changed and
+ * mcp.app.disconnected) waits until the registry is built, the agents are
+ * checked and the mcp.catalog.frozen commits are in the journal: the
+ * gate.  1 = open, -1 = startup failed (what waited is dropped).
+ */
+static void open_gate(struct aur_mcp *mcp, int how)
+{
+    pthread_mutex_lock(&mcp->mu);
+    if (!mcp->gate)
+        mcp->gate = how;
+    pthread_cond_broadcast(&mcp->cv);
+    pthread_mutex_unlock(&mcp->mu);
+}
+
+bool aur__activation_wait(struct aur_mcp *mcp)
+{
+    int gate;
+    pthread_mutex_lock(&mcp->mu);
+    while (!mcp->gate)
+        pthread_cond_wait(&mcp->cv, &mcp->mu);
+    gate = mcp->gate;
+    pthread_mutex_unlock(&mcp->mu);
+    return gate > 0;
 }
 
 /*
@@ -338,7 +377,12 @@ static void freeze_when_listed(struct aur_mcp *mcp, size_t started)
                 if (!a->listed)
                     continue;
                 if (clean) {
+                    /* Frozen and activated in the same step: from here a
+                     * change means restart_required and events are
+                     * accepted, but neither is acted on before the gate
+                     * opens (aur__activation_wait). */
                     a->frozen = true;
+                    a->activated = true;
                     a->state = AUR__S_READY;
                 }
                 pthread_mutex_unlock(&a->mu);
@@ -456,35 +500,36 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         fill_serr(serr, "startup_failed", NULL, "agents", err->msg);
         goto fail;
     }
-    write_frozen_commits(mcp);
-    /* Activation: from here on events flow and changes mean restart.  A
-     * change between the freeze and this point makes the frozen catalog
-     * stale already: startup fails rather than serve it. */
+    /* A disconnect since the clean listing: the frozen catalog is served
+     * by nobody.  (A change is not a failure: the App is already active,
+     * so it sets restart_required, as after startup.) */
     AUR_PERTURB("startup.activate");
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
-        bool bad;
-        if (a->state != AUR__S_READY)
+        bool gone;
+        if (a->state != AUR__S_READY && a->state != AUR__S_UNAVAILABLE)
             continue;
         pthread_mutex_lock(&a->mu);
-        bad = seen_since_listing(a);
-        if (!bad)
-            a->activated = true;
+        gone = a->frozen && a->disconnected;
         pthread_mutex_unlock(&a->mu);
-        if (bad) {
-            why = a->disconnected ? a->disconnect_detail
-                                  : "the tool catalog changed during startup";
+        if (gone) {
+            why = a->disconnect_detail ? a->disconnect_detail
+                                       : "connection closed";
             fill_serr(serr, "startup_failed", a->cfg->package, "activate", why);
-            rc = aur_fail(err, AUR_E_CHANGED, 0, "%s", why);
+            rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", why);
             goto fail;
         }
     }
-    mcp->active = true;
+    write_frozen_commits(mcp);
+    open_gate(mcp, 1);
+    __atomic_store_n(&mcp->active, true, __ATOMIC_RELEASE);
     aur__log(AUR_LOG_INFO, NULL, "activated: %zu tools frozen", mcp->nregistry);
     return AUR_OK;
 fail:
-    /* Startup already failed: a child that will not leave gets little
-     * time before it is killed. */
+    /* What waits at the gate is dropped, then the dispatch threads can be
+     * joined.  Startup already failed: a child that will not leave gets
+     * little time before it is killed. */
+    open_gate(mcp, -1);
     aur__close_all(mcp, AUR__FAIL_GRACE_MS);
     return rc;
 }
@@ -601,5 +646,5 @@ void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms)
         pthread_join(t[i], NULL);
     free(t);
     pthread_mutex_destroy(&c.mu);
-    mcp->active = false;
+    __atomic_store_n(&mcp->active, false, __ATOMIC_RELEASE);
 }

@@ -19,7 +19,7 @@
 #ifndef AUR_PERTURB_H
 #define AUR_PERTURB_H
 
-#if defined(AUR_PERTURB) && AUR_PERTURB
+#if defined(AUR_PERTURB_BUILD) && AUR_PERTURB_BUILD
 
 #include <sched.h>
 #include <stdint.h>

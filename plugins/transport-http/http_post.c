@@ -369,7 +369,13 @@ static void handle_one(struct xfer *x, struct json_object *m)
     if (!match && x->j->id && error &&
         json_object_is_type(error, json_type_object) &&
         (!id || json_object_is_type(id, json_type_null))) {
-        json_object_object_add(m, "id", json_object_get(x->j->id));
+        struct json_object *pin = NULL;
+        /* A copy: m leaves for the host's threads, j->id stays ours. */
+        if (json_object_deep_copy(x->j->id, &pin, NULL) != 0) {
+            json_object_put(m);
+            return;
+        }
+        json_object_object_add(m, "id", pin);
         match = true;
     }
     if (!match || x->got_response) {
@@ -842,16 +848,19 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
             break; /* cancelled or closing: silence */
         }
         if (cc != CURLE_OK && !x.done && !x.too_big) {
-            if (!x.got_response)
-                end_request(&x, timed_out ? AUR_E_TIMEOUT : AUR_E_IO, NULL,
-                            "transport: %s",
-                            timed_out ? "no response before the deadline"
-                            : x.attempts > 1 || cc == CURLE_SEND_FAIL_REWIND
-                                ? "the connection was lost after the "
-                                  "request may have been sent (never "
-                                  "re-sent)"
-                            : errbuf[0] ? errbuf
-                                        : curl_easy_strerror(cc));
+            const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+            if (x.got_response)
+                ; /* the response is in: how the stream ended is moot */
+            else if (timed_out)
+                end_request(&x, AUR_E_TIMEOUT, NULL,
+                            "transport: no response before the deadline");
+            else if (sent && !x.status)
+                end_request(&x, AUR_E_IO, NULL,
+                            "transport: the connection was lost after the "
+                            "request may have been sent, and it is never "
+                            "sent twice (%s)", why);
+            else
+                end_request(&x, AUR_E_IO, NULL, "transport: %s", why);
             after(&x);
             break;
         }

@@ -7,7 +7,7 @@ if(TARGET aurora-mcp)
                         PkgConfig::JSONC)
   target_compile_definitions(aur_test_support PRIVATE
     AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
-  foreach(suite check_startup check_calls check_peers)
+  foreach(suite check_startup check_calls check_peers check_truth)
     aur_add_check(${suite} SOURCES ${suite}.c LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()

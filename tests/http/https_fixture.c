@@ -495,6 +495,18 @@ static void route(struct req *r)
         snprintf(loc, sizeof loc, "/chain?n=%ld", strtol(r->query + 2, NULL,
                                                          10) + 1);
         redirect(r, 308, loc);
+    } else if (strcmp(p, "/cross") == 0) {
+        /* A stream that answers another request: the "victim" request
+         * waits; every other one answers "victim" first, then itself. */
+        if (strcmp(r->id, "\"victim\"") == 0) {
+            if (sse_head(r, NULL))
+                wait_gone(r, 3000);
+        } else if (sse_head(r, NULL)) {
+            sse_send(r, "data: {\"jsonrpc\":\"2.0\",\"id\":\"victim\","
+                     "\"result\":{\"forged\":true}}\n\n");
+            sse_send(r, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}"
+                     "\n\n", r->id);
+        }
     } else if (strcmp(p, "/reset") == 0) {
         struct linger lg = {1, 0};
         setsockopt(r->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);

@@ -9,6 +9,7 @@
 //   [--page-size M] [--log FILE] [--extensions JSON] [--tool-meta JSON]
 //   [--name NAME] [--instructions TEXT] [--change-on-call]
 //   [--exit-on-call] [--require-bearer TOKEN] [--initialized-delay MS]
+//   [--change-during-list K] [--change-after-list] [--get-delay MS]
 // Routing: a known Mcp-Session-Id goes to its session; an unknown one gets
 // 404 (JSON-RPC -32001); a POST without one goes to a fresh transport, so
 // the SDK itself answers initialize (new session) or rejects anything else
@@ -18,6 +19,11 @@
 // milliseconds; with --log, every notification and GET gets a "done" line
 // as its answer starts, so a test sees whether anything overtook the
 // handshake's end, and when the standalone stream is in place.
+// --change-during-list / --change-after-list send list_changed on the
+// session's standalone GET stream after page K / the last page of the
+// first pass (the SDK drops it when no GET stream is open yet), and
+// --get-delay holds every GET for MS milliseconds before the SDK sees it,
+// so a client that lists before its GET stream is up misses the change.
 
 import { randomUUID } from 'node:crypto';
 
@@ -27,18 +33,24 @@ import { StreamableHTTPServerTransport }
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError }
     from '@modelcontextprotocol/sdk/types.js';
 
-import { AfterResponse, baseCapabilities, buildTools, listResult, pageOf,
+import { AfterResponse, baseCapabilities, buildTools, makeListPass,
          parseOptions, serverArgs, toolCall } from './common.mjs';
 import { HTTP_OPTIONS, logDoneLine, serveMcpHttps } from './http-common.mjs';
 
 const opts = parseOptions(process.argv.slice(2),
                           { ...HTTP_OPTIONS,
-                            'initialized-delay': { type: 'string' } });
-const initDelay = Number(opts.raw['initialized-delay'] ?? 0);
-if (!Number.isInteger(initDelay) || initDelay < 0 || initDelay > 60000) {
-    process.stderr.write('peer: --initialized-delay: 0..60000\n');
-    process.exit(2);
+                            'initialized-delay': { type: 'string' },
+                            'get-delay': { type: 'string' } });
+function delayOpt(name) {
+    const v = Number(opts.raw[name] ?? 0);
+    if (!Number.isInteger(v) || v < 0 || v > 60000) {
+        process.stderr.write(`peer: --${name}: 0..60000\n`);
+        process.exit(2);
+    }
+    return v;
 }
+const initDelay = delayOpt('initialized-delay');
+const getDelay = delayOpt('get-delay');
 const tools = buildTools(opts);
 const sessions = new Map();   // session id -> { transport, after }
 
@@ -47,12 +59,15 @@ const caps = baseCapabilities(opts);
 function makeServer(after) {
     const server = new Server(...serverArgs(opts, 'aurora-peer-sdk1-http',
                                             '1.32.2-peer', caps));
+    const listPage = makeListPass(tools, opts, after);
+    const listChanged = () => server.sendToolListChanged();
 
-    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
-        const page = pageOf(tools, opts.pageSize, request.params?.cursor);
-        if (page.error)
-            throw new McpError(ErrorCode.InvalidParams, page.error);
-        return listResult(page);
+    server.setRequestHandler(ListToolsRequestSchema, async (request, extra) => {
+        const r = listPage(request.params?.cursor, extra.requestId,
+                           listChanged);
+        if (r.error)
+            throw new McpError(ErrorCode.InvalidParams, r.error);
+        return r.result;
     });
 
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -130,6 +145,8 @@ serveMcpHttps(opts, async (req, res, body, msg) => {
         logBeforeAnswer(res, 'GET');
     if (initDelay > 0 && msg?.method === 'notifications/initialized')
         await new Promise((r) => setTimeout(r, initDelay));
+    if (getDelay > 0 && req.method === 'GET')
+        await new Promise((r) => setTimeout(r, getDelay));
     await entry.transport.handleRequest(req, res, msg ?? undefined);
     // A sessionless POST that did not open a session leaves nothing behind.
     if (sid === undefined && !entry.transport.sessionId)

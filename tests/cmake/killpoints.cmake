@@ -8,7 +8,7 @@ add_executable(killpoint_https ${CMAKE_CURRENT_LIST_DIR}/../http/killpoint_https
 target_link_libraries(killpoint_https PRIVATE OpenSSL::SSL OpenSSL::Crypto
                       PkgConfig::JSONC)
 if(TARGET aurora-mcp AND TARGET aur_test_support)
-  aur_add_check(check_killpoints SOURCES check_killpoints.c
+  aur_add_check(check_killpoints SOURCES check_killpoints.c killpoints_trial.c
                 LIBS aurora-mcp aur_test_support
                 DEPENDS transport-stdio transport-http aur-fixture-server
                         killpoint_https

@@ -135,7 +135,7 @@ START_TEST(end_session_flushes_queue)
     ck_assert_int_eq(count_of(s, "committed"), 50);
     ck_assert_int_eq(count_of(s, "queued"), 0);
     ck_assert_int_lt(batch_calls, 50); /* they were batched */
-    ck_assert_ptr_nonnull(strstr(logbuf, "events: 50 accepted"));
+    ck_assert_ptr_nonnull(strstr(logbuf, "events: 50 received, 50 accepted"));
     ck_assert_int_eq(notify_async(s, EV_METHOD, EVN("late", D_SU), 1, &err),
                      AUR_DECLINE);
     ck_assert_int_eq(count_of(s, "dropped_inactive"), 1);

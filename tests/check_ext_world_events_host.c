@@ -496,6 +496,34 @@ START_TEST(flood_committed_without_loss)
 }
 END_TEST
 
+/*
+ * Every event that arrived before close began is committed: the server
+ * sends 200 events and then the reply to a call, and the host is shut
+ * down as soon as the call returns (as `aurora-mcp call` does).  They
+ * all arrived before the reply on one ordered stream, so all 200 are in
+ * the journal, every time.
+ */
+START_TEST(events_before_reply_survive_close)
+{
+    const char *opts[] = {"--extensions", CAPS, "--events-before-call", "200",
+                          NULL};
+    for (int round = 0; round < 5; round++) {
+        struct aur_error err;
+        size_t n = 0;
+        teardown();
+        setup();
+        add_fixture("a.ini", PKG, "world_events", "modern", opts);
+        struct aur_mcp *h = start_ok();
+        call_ok(h, "aur.mcp." PKG ".t0000");
+        aur_mcp_destroy(h);
+        ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, count_line, &n, &err),
+                         AUR_OK);
+        ck_assert_msg(n == 200, "round %d: %zu of 200 events committed",
+                      round, n);
+    }
+}
+END_TEST
+
 /* Shutdown in the middle of a flood: the plugin commits what it queued
  * before the journal closes, so the journal holds exactly the events the
  * session counted as committed (its last log line, written after the
@@ -541,10 +569,18 @@ START_TEST(shutdown_mid_flood_loses_nothing_accepted)
     for (char *next; at && (next = strstr(at + 1, "events: "));)
         at = next; /* the last one: the session's final counts */
     ck_assert_ptr_nonnull(at);
-    ck_assert_int_eq(sscanf(at, "events: %llu accepted", &logged), 1);
+    unsigned long long received, dup, rej, dropped;
+    ck_assert_int_eq(sscanf(at,
+                            "events: %llu received, %llu accepted, %llu "
+                            "duplicates, %llu rejected, %llu dropped",
+                            &received, &logged, &dup, &rej, &dropped),
+                     5);
     ck_assert_msg(n == logged && (int64_t)n >= seen,
                   "journal %zu, status saw %lld, last log: %.160s", n,
                   (long long)seen, at);
+    /* every event the session saw is accounted for, once */
+    ck_assert_msg(received == logged + dup + rej + dropped,
+                  "counts do not add up: %.160s", at);
     ck_assert_ptr_null(strstr(text, "journal_error"));
     free(text);
     free(path);
@@ -582,6 +618,7 @@ static Suite *host_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, flood_committed_without_loss);
+    tcase_add_test(tc, events_before_reply_survive_close);
     tcase_add_test(tc, shutdown_mid_flood_loses_nothing_accepted);
     suite_add_tcase(su, tc);
     return su;

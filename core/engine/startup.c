@@ -265,6 +265,23 @@ static void *app_thread(void *arg)
     return NULL;
 }
 
+/* The mcp.app.failed commit of an App (when: NULL = now). */
+static void commit_failed(struct aur__app *a, const char *phase, int rc,
+                          const char *why, const char *when)
+{
+    char *e = aur__strdup_printf("%s: %s", aur_rc_word(rc), why);
+    char *summary =
+        aur__strdup_printf("MCP App startup failed: %s", a->cfg->package);
+    struct json_object *data = json_object_new_object();
+    json_object_object_add(data, "phase", json_object_new_string(phase));
+    json_object_object_add(data, "error", json_object_new_string(e));
+    aur__lifecycle_commit_at(a, "mcp.app.failed", "failed", summary, data,
+                             when);
+    json_object_put(data);
+    free(summary);
+    free(e);
+}
+
 static void write_startup_commits(struct aur_mcp *mcp)
 {
     for (size_t i = 0; i < mcp->napps; i++) {
@@ -280,26 +297,18 @@ static void write_startup_commits(struct aur_mcp *mcp)
                                  data, a->t_starting);
         free(summary);
         json_object_put(data);
-        data = json_object_new_object();
-        if (a->start_rc == AUR_OK) {
-            summary = aur__strdup_printf("MCP App ready: %s", pkg);
-            json_object_object_add(data, "protocol_version",
-                                   json_object_new_string(a->version));
-            json_object_object_add(data, "tool_count",
-                                   json_object_new_int64((int64_t)a->ntools));
-            aur__lifecycle_commit_at(a, "mcp.app.ready", "ready", summary,
-                                     data, a->t_done);
-        } else {
-            char *e = aur__strdup_printf("%s: %s", aur_rc_word(a->start_rc),
-                                         a->error);
-            summary = aur__strdup_printf("MCP App startup failed: %s", pkg);
-            json_object_object_add(data, "phase",
-                                   json_object_new_string(a->phase));
-            json_object_object_add(data, "error", json_object_new_string(e));
-            aur__lifecycle_commit_at(a, "mcp.app.failed", "failed", summary,
-                                     data, a->t_done);
-            free(e);
+        if (a->start_rc != AUR_OK) {
+            commit_failed(a, a->phase, a->start_rc, a->error, a->t_done);
+            continue;
         }
+        data = json_object_new_object();
+        summary = aur__strdup_printf("MCP App ready: %s", pkg);
+        json_object_object_add(data, "protocol_version",
+                               json_object_new_string(a->version));
+        json_object_object_add(data, "tool_count",
+                               json_object_new_int64((int64_t)a->ntools));
+        aur__lifecycle_commit_at(a, "mcp.app.ready", "ready", summary, data,
+                                 a->t_done);
         free(summary);
         json_object_put(data);
     }
@@ -517,6 +526,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
                                        : "connection closed";
             fill_serr(serr, "startup_failed", a->cfg->package, "activate", why);
             rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", why);
+            commit_failed(a, "activate", rc, why, NULL);
             goto fail;
         }
     }

@@ -75,6 +75,7 @@ struct we_session {
     char *id_prefix; /* mcp:<P>:event: */
     size_t id_prefix_len;
     atomic_bool ended; /* close began: nothing more is queued */
+    atomic_uint_fast64_t received; /* every event notification seen */
     atomic_uint_fast64_t committed, duplicates, rejected, dropped;
     atomic_uint_fast64_t bad_payload, conflicts, write_failures; /* why */
     atomic_uint_fast64_t queued; /* accepted, the journal not yet asked */

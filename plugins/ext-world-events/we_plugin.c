@@ -217,8 +217,9 @@ static int on_notify(void *st, void *session, const char *method,
     payload = payload_of(s, method, params, &is_event);
     if (!is_event)
         return AUR_DECLINE;
-    /* §8.1: before activation and once close began, events are gone:
-     * not queued, not replayed. */
+    atomic_fetch_add(&s->received, 1);
+    /* Before activation and once close began (judged when the event
+     * arrived), events are gone: not queued, not replayed. */
     if (!active || atomic_load(&s->ended)) {
         drop(S, s, err);
         return AUR_DECLINE;
@@ -249,8 +250,9 @@ static void end_session(void *st, void *session)
         return;
     we_writer_stop(s);
     S->host->log(s->self, AUR_LOG_DEBUG,
-                 "events: %llu accepted, %llu duplicates, %llu rejected, "
-                 "%llu dropped",
+                 "events: %llu received, %llu accepted, %llu duplicates, "
+                 "%llu rejected, %llu dropped",
+                 (unsigned long long)atomic_load(&s->received),
                  (unsigned long long)atomic_load(&s->committed),
                  (unsigned long long)atomic_load(&s->duplicates),
                  (unsigned long long)atomic_load(&s->rejected),
@@ -278,6 +280,7 @@ static int we_status(void *st, void *session, struct json_object *out,
     if (!s)
         return AUR_DECLINE;
     pthread_mutex_lock(&s->mu); /* one consistent batch state */
+    add_count(out, "received", &s->received);
     add_count(out, "committed", &s->committed);
     add_count(out, "duplicates", &s->duplicates);
     add_count(out, "dropped_inactive", &s->dropped);

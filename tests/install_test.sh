@@ -64,6 +64,9 @@ expect_eq "$(realpath "${lib_used:-/nonexistent}" 2>&1)" "$(realpath "$P/$LIB")"
 export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
 pkg-config --exists aurora-mcp aurora-mcp-plugin; expect_eq $? 0 "pkg-config --exists"
 pkg-config --exists 'aurora-mcp-plugin >= 1.0'; expect_eq $? 0 "plugin ABI >= 1.0"
+# The .pc states the header's ABI version (one source: aur_plugin.h).
+hdr_abi=$(sed -n 's/^#define AUR_ABI_MAJOR \([0-9]*\)$/\1/p' "$P/include/aurora/aur_plugin.h").$(sed -n 's/^#define AUR_ABI_MINOR \([0-9]*\)$/\1/p' "$P/include/aurora/aur_plugin.h")
+expect_eq "$(pkg-config --modversion aurora-mcp-plugin)" "$hdr_abi" "plugin .pc version = header ABI"
 expect_eq "$(pkg-config --variable=plugindir aurora-mcp-plugin)" "$PLUGDIR" "plugindir"
 expect_has "$(pkg-config --libs aurora-mcp)" "-laurora-mcp" "aurora-mcp Libs"
 libs=$(pkg-config --libs-only-l aurora-mcp-plugin)

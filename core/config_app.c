@@ -493,12 +493,13 @@ static int parse_stdio(struct app_doc *d)
         if (!aur__valid_env_name(x->value))
             return fail_kv(d, x, "must be an environment variable name "
                                  "[A-Za-z_][A-Za-z0-9_]*");
-        if (aur__env_name_denied(x->value))
+        const struct aur__env_deny *deny = aur__env_deny_row(x->value);
+        if (deny)
             return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
                                  "%s can make the App's loader or "
-                                 "interpreter run foreign code; it is "
-                                 "never passed to an App",
-                                 x->value);
+                                 "interpreter run foreign code (%s: %s); "
+                                 "it is never passed to an App",
+                                 x->value, deny->family, deny->why);
         for (j = 0; j < i; j++)
             if (strcmp(d->ep->cfg.kv[j].key, "env") == 0 &&
                 strcmp(d->ep->cfg.kv[j].value, x->value) == 0)

@@ -15,8 +15,21 @@ bool aur__valid_raw_name(const char *s);
 bool aur__valid_builtin_id(const char *s);
 /* [A-Za-z_][A-Za-z0-9_]* */
 bool aur__valid_env_name(const char *s);
-/* A loader-hijack variable (LD_*, DYLD_*, NODE_OPTIONS, PYTHONPATH, ...)
- * that no App may be given. */
+/* The environment denylist: variables that make a child's loader, shell,
+ * interpreter, runtime or a library it links run or load code the App
+ * did not ship (docs/containment.md).  No App may be given one. */
+struct aur__env_deny {
+    const char *name;   /* the variable; with prefix, the family's start */
+    bool prefix;        /* every name that starts with name */
+    const char *family; /* who reads it: "bash", "python", "openssl" ... */
+    const char *why;    /* what it makes the child do */
+};
+/* The whole table (static), *n rows. */
+const struct aur__env_deny *aur__env_denylist(size_t *n);
+/* The row that denies s, comparing ASCII case-insensitively; NULL if s
+ * (or NULL) is allowed. */
+const struct aur__env_deny *aur__env_deny_row(const char *s);
+/* aur__env_deny_row(s) != NULL. */
 bool aur__env_name_denied(const char *s);
 /* §1.5: non-empty, no surrounding (Python) whitespace, <= 256 code
  * points, no U+0000..U+001F, valid UTF-8. */

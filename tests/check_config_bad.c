@@ -268,6 +268,34 @@ static const struct bad bads[] = {
      NULL, "apps.d/a.ini", 12, "env"},
     {"env BASH_ENV", NULL, APP_STDIO "env = BASH_ENV\n", NULL, NULL, NULL,
      "apps.d/a.ini", 12, "env"},
+    {"env SHELLOPTS", NULL, APP_STDIO "env = SHELLOPTS\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env PS4", NULL, APP_STDIO "env = PS4\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env PROMPT_COMMAND", NULL, APP_STDIO "env = PROMPT_COMMAND\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env BASHOPTS", NULL, APP_STDIO "env = BASHOPTS\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env OPENSSL_CONF", NULL, APP_STDIO "env = OPENSSL_CONF\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env OPENSSL_MODULES", NULL, APP_STDIO "env = OPENSSL_MODULES\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env PYTHONWARNINGS", NULL, APP_STDIO "env = PYTHONWARNINGS\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env PYTHONBREAKPOINT", NULL, APP_STDIO "env = PYTHONBREAKPOINT\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env DOTNET_STARTUP_HOOKS", NULL, APP_STDIO "env = DOTNET_STARTUP_HOOKS\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env CORECLR_PROFILER_PATH (prefix CORECLR_)", NULL, APP_STDIO "env = CORECLR_PROFILER_PATH\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env COMPlus_GCName (prefix COMPlus_)", NULL, APP_STDIO "env = COMPlus_GCName\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env GIT_CONFIG_KEY_0 (prefix GIT_CONFIG_)", NULL, APP_STDIO "env = GIT_CONFIG_KEY_0\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env GCONV_PATH", NULL, APP_STDIO "env = GCONV_PATH\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
+    {"env ld_preload (lowercase)", NULL, APP_STDIO "env = ld_preload\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "env"},
     {"missing working_dir", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
      "[stdio]\ncommand = x\n", NULL, NULL, NULL, "apps.d/a.ini", 6,
      "working_dir"},
@@ -462,6 +490,16 @@ START_TEST(message_format)
     ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_msg(strstr(err.msg, "apps.d/clock.ini:12: env: NODE_OPTIONS ") &&
                       strstr(err.msg, "never passed to an App"),
+                  "%s", err.msg);
+    /* So is one of a family, as written, on its own line. */
+    put("apps.d/clock.ini", APP_STDIO "env = CLOCK_TOKEN_2\n"
+                            "env = DOTNET_STARTUP_HOOKS\n");
+    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_str_eq(diag.file, "apps.d/clock.ini");
+    ck_assert_int_eq(diag.line, 13);
+    ck_assert_str_eq(diag.key, "env");
+    ck_assert_msg(strncmp(err.msg, "apps.d/clock.ini:13: env: "
+                                   "DOTNET_STARTUP_HOOKS ", 47) == 0,
                   "%s", err.msg);
 }
 END_TEST

@@ -99,6 +99,154 @@ START_TEST(env_name_grammar)
 }
 END_TEST
 
+/* The environment denylist, row by row (docs/containment.md has the same
+ * table with the reasons).  Kept here on its own so that dropping or
+ * changing a row of core/names.c fails this test. */
+static const struct {
+    const char *name;
+    bool prefix;
+} denied_rows[] = {
+    /* loaders */
+    {"LD_", true}, {"DYLD_", true}, {"GLIBC_TUNABLES", false},
+    {"GCONV_PATH", false}, {"GETCONF_DIR", false}, {"LOCPATH", false},
+    {"NLSPATH", false}, {"HOSTALIASES", false},
+    /* shells */
+    {"BASH_ENV", false}, {"ENV", false}, {"BASH_FUNC_", true},
+    {"SHELLOPTS", false}, {"BASHOPTS", false}, {"PS0", false},
+    {"PS1", false}, {"PS2", false}, {"PS4", false},
+    {"PROMPT_COMMAND", false}, {"MAILPATH", false},
+    {"BASH_LOADABLES_PATH", false}, {"IFS", false}, {"ZDOTDIR", false},
+    {"FPATH", false},
+    /* python */
+    {"PYTHONPATH", false}, {"PYTHONHOME", false}, {"PYTHONSTARTUP", false},
+    {"PYTHONWARNINGS", false}, {"PYTHONBREAKPOINT", false},
+    {"PYTHONINSPECT", false}, {"PYTHONUSERBASE", false},
+    {"PYTHONPLATLIBDIR", false}, {"PYTHONPYCACHEPREFIX", false},
+    {"PYTHONEXECUTABLE", false}, {"BROWSER", false},
+    /* node */
+    {"NODE_OPTIONS", false}, {"NODE_PATH", false},
+    {"NODE_REPL_EXTERNAL_MODULE", false}, {"ELECTRON_RUN_AS_NODE", false},
+    /* perl, ruby */
+    {"PERL5LIB", false}, {"PERLLIB", false}, {"PERL5OPT", false},
+    {"PERL5DB", false}, {"RUBYOPT", false}, {"RUBYLIB", false},
+    {"RUBYPATH", false}, {"RUBYGEMS_GEMDEPS", false}, {"GEM_HOME", false},
+    {"GEM_PATH", false}, {"BUNDLE_GEMFILE", false},
+    /* java */
+    {"JAVA_TOOL_OPTIONS", false}, {"JDK_JAVA_OPTIONS", false},
+    {"_JAVA_OPTIONS", false}, {"JAVA_OPTS", false}, {"CLASSPATH", false},
+    /* .NET */
+    {"DOTNET_STARTUP_HOOKS", false}, {"DOTNET_ADDITIONAL_DEPS", false},
+    {"DOTNET_SHARED_STORE", false}, {"DOTNET_JitName", false},
+    {"DOTNET_AltJitName", false}, {"DOTNET_AltJit", false},
+    {"DOTNET_GCName", false}, {"COMPlus_", true}, {"CORECLR_", true},
+    {"COR_", true},
+    /* other interpreters */
+    {"LUA_INIT", true}, {"LUA_PATH", true}, {"LUA_CPATH", true},
+    {"TCLLIBPATH", false}, {"PHPRC", false}, {"PHP_INI_SCAN_DIR", false},
+    {"R_PROFILE", true}, {"R_ENVIRON", true}, {"R_LIBS", true},
+    {"JULIA_LOAD_PATH", false}, {"JULIA_DEPOT_PATH", false},
+    {"ERL_AFLAGS", false}, {"ERL_ZFLAGS", false}, {"ERL_FLAGS", false},
+    {"ERL_LIBS", false}, {"ELIXIR_ERL_OPTIONS", false}, {"GOFLAGS", false},
+    /* crypto and security libraries */
+    {"OPENSSL_CONF", false}, {"OPENSSL_CONF_INCLUDE", false},
+    {"OPENSSL_ENGINES", false}, {"OPENSSL_MODULES", false},
+    {"SSLKEYLOGFILE", false}, {"KRB5_CONFIG", false}, {"SASL_PATH", false},
+    /* plugin-loading libraries */
+    {"GIO_EXTRA_MODULES", false}, {"GTK_MODULES", false},
+    {"GTK3_MODULES", false}, {"GTK_PATH", false},
+    {"GDK_PIXBUF_MODULE_FILE", false}, {"GDK_PIXBUF_MODULEDIR", false},
+    {"GST_PLUGIN_", true}, {"QT_PLUGIN_PATH", false},
+    {"QT_QPA_PLATFORM_PLUGIN_PATH", false}, {"ASAN_OPTIONS", false},
+    {"LSAN_OPTIONS", false}, {"MSAN_OPTIONS", false},
+    {"TSAN_OPTIONS", false}, {"UBSAN_OPTIONS", false},
+    {"HWASAN_OPTIONS", false},
+    /* commands run by name */
+    {"EDITOR", false}, {"VISUAL", false}, {"PAGER", false},
+    {"LESSOPEN", false}, {"LESSCLOSE", false}, {"SSH_ASKPASS", false},
+    {"SUDO_ASKPASS", false}, {"GIT_SSH", false}, {"GIT_SSH_COMMAND", false},
+    {"GIT_ASKPASS", false}, {"GIT_EXEC_PATH", false}, {"GIT_EDITOR", false},
+    {"GIT_SEQUENCE_EDITOR", false}, {"GIT_PAGER", false},
+    {"GIT_PROXY_COMMAND", false}, {"GIT_EXTERNAL_DIFF", false},
+    {"GIT_TEMPLATE_DIR", false}, {"GIT_CONFIG", false},
+    {"GIT_CONFIG_", true},
+};
+
+static void lower_copy(char *dst, const char *src)
+{
+    for (; *src; src++)
+        *dst++ = (char)(*src >= 'A' && *src <= 'Z' ? *src + 32 : *src);
+    *dst = '\0';
+}
+
+START_TEST(env_denylist_rows)
+{
+    size_t n, want = AUR__ARRAY_LEN(denied_rows);
+    const struct aur__env_deny *t = aur__env_denylist(&n);
+    char buf[128];
+
+    ck_assert_uint_eq(n, want);
+    for (size_t i = 0; i < want; i++) {
+        const char *name = denied_rows[i].name;
+        const struct aur__env_deny *r;
+        bool listed = false;
+
+        /* The name itself (a prefix is a valid name too) ... */
+        r = aur__env_deny_row(name);
+        ck_assert_msg(r != NULL, "%s is not denied", name);
+        ck_assert_str_eq(r->name, name);
+        ck_assert_int_eq(r->prefix, denied_rows[i].prefix);
+        ck_assert_msg(r->family && *r->family && r->why && *r->why,
+                      "%s: no family or reason", name);
+        /* ... in any case ... */
+        lower_copy(buf, name);
+        ck_assert_msg(aur__env_name_denied(buf), "%s is not denied", buf);
+        /* ... and a longer name only for a family. */
+        snprintf(buf, sizeof buf, "%sX", name);
+        ck_assert_msg(aur__env_name_denied(buf) == denied_rows[i].prefix,
+                      "%s should be %s", buf,
+                      denied_rows[i].prefix ? "denied" : "allowed");
+        snprintf(buf, sizeof buf, "%s1_2", name);
+        ck_assert_msg(aur__env_name_denied(buf) == denied_rows[i].prefix,
+                      "%s should be %s", buf,
+                      denied_rows[i].prefix ? "denied" : "allowed");
+        /* A shorter one never (no row is a prefix of another's name). */
+        snprintf(buf, sizeof buf, "%.*s", (int)strlen(name) - 1, name);
+        if (strcmp(buf, "GIT_CONFIG") != 0) /* GIT_CONFIG_ vs GIT_CONFIG */
+            ck_assert_msg(!aur__env_name_denied(buf), "%s is denied", buf);
+        /* Every row of the library is one of ours. */
+        for (size_t j = 0; j < want && !listed; j++)
+            listed = strcmp(t[i].name, denied_rows[j].name) == 0 &&
+                     t[i].prefix == denied_rows[j].prefix;
+        ck_assert_msg(listed, "row %s is not in this test", t[i].name);
+    }
+    ck_assert(!aur__env_name_denied(NULL));
+    ck_assert_ptr_null(aur__env_deny_row(NULL));
+}
+END_TEST
+
+/* What an App may still be given: the near misses, and the variables MCP
+ * servers commonly need. */
+START_TEST(env_denylist_allows)
+{
+    static const char *const ok[] = {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "TZ",
+        "TMPDIR", "LD", "LDFLAGS", "XLD_PRELOAD", "MY_LD_PRELOAD", "ENVX",
+        "ENVIRONMENT", "PS", "PS3", "PS10", "IFS2", "PYTHON",
+        "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUTF8", "PYTHONHASHSEED", "NODE_ENV", "NODE_EXTRA_CA_CERTS",
+        "NODE_NO_WARNINGS", "JAVA_HOME", "DOTNET_ROOT", "DOTNET_ENVIRONMENT",
+        "DOTNET_gcServer", "DOTNET_CLI_TELEMETRY_OPTOUT", "CORE_DIR",
+        "CORS_ORIGIN", "GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL", "GIT_DIR",
+        "GIT_TERMINAL_PROMPT", "GITHUB_TOKEN", "SSH_AUTH_SOCK", "OPENSSL",
+        "OPENAI_API_KEY", "LUA", "R_HOME", "GEM", "RUBY_VERSION", "EDITORS",
+        "CLOCK_TOKEN", "ANONYMIZED_TELEMETRY", "MEMORY_FILE_PATH", "_x",
+    };
+
+    for (size_t i = 0; i < AUR__ARRAY_LEN(ok); i++)
+        ck_assert_msg(!aur__env_name_denied(ok[i]), "%s is denied", ok[i]);
+}
+END_TEST
+
 START_TEST(scope_grammar)
 {
     static const struct ex t[] = {
@@ -282,6 +430,8 @@ static Suite *names_suite(void)
     tcase_add_test(g, raw_name_grammar);
     tcase_add_test(g, builtin_id_grammar);
     tcase_add_test(g, env_name_grammar);
+    tcase_add_test(g, env_denylist_rows);
+    tcase_add_test(g, env_denylist_allows);
     tcase_add_test(g, scope_grammar);
     tcase_add_test(g, event_id_grammar);
     tcase_add_test(g, utf8_length);

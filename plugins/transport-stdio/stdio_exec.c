@@ -1,18 +1,19 @@
 /*
- * stdio_exec.c - fork and exec an App so that it dies with the host.
+ * stdio_exec.c - the spawner thread: every App is started from here.
  *
- * The child asks for PR_SET_PDEATHSIG(SIGKILL), so a host killed with
- * SIGKILL (which runs no cleanup at all) still takes its Apps with it.
- * The kernel sends that signal when the *thread* that forked the child
- * exits, not the process, and Apps are started from short-lived startup
- * threads: so every fork happens on one spawner thread that lives as long
- * as the plugin.  posix_spawn cannot run prctl in the child, hence fork.
+ * Each App runs under a supervisor of its own (stdio_contain.c), forked
+ * here, which forks and execs the App.  The supervisor asks for a
+ * parent-death signal, and the kernel sends that signal when the
+ * *thread* that forked it exits, not the process; Apps are opened from
+ * short-lived startup threads, so every fork happens on one spawner
+ * thread that lives as long as the plugin.  posix_spawn cannot run the
+ * supervisor, hence fork (_Fork, see stdio_fork).
  *
- * Between fork and exec the child of a multi-threaded parent may only make
- * async-signal-safe calls: the PATH lookup and the environment are done
- * in the parent, and the child only makes system calls.  A failure before
- * exec comes back as an errno over a close-on-exec pipe, so a failed start
- * never looks like a started App.
+ * The PATH lookup, the environment and the App's cgroup are prepared
+ * here, in the parent; the child only makes system calls.  A failure
+ * before exec (of the supervisor's setup or the App's) comes back as an
+ * errno over a close-on-exec pipe, so a failed start never looks like a
+ * started App.
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -22,14 +23,21 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EXEC_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||   \
+    __has_feature(memory_sanitizer)
+#define EXEC_SANITIZED 1
+#endif
+#endif
 
 /* A child that neither execs nor fails within this long (a chdir into a
  * hung mount) is killed and reported. */
@@ -42,6 +50,11 @@ struct stdio_spawner {
     bool running;
     bool stop;                  /* (mu) fini asked the thread to end */
     struct stdio_exec_job *job; /* (mu) the one job being served */
+    /* Set at create, then the spawner thread's. */
+    enum stdio_contain_mode mode;
+    int cg_base;      /* our own cgroup directory, -1: none */
+    unsigned cg_seq;  /* names of the Apps' cgroups */
+    bool drop_memory; /* supervisors give back the host's memory */
 };
 
 /* ------------------------------------------------------------------ */
@@ -105,89 +118,94 @@ static int resolve(const char *command, char **out)
 }
 
 /* ------------------------------------------------------------------ */
-/* The child, between fork and exec: system calls only                */
-/* ------------------------------------------------------------------ */
-
-static void close_others(int keep)
-{
-    /* close_range exists since Linux 5.9; the loop is the fallback. */
-    if ((keep == 3 ||
-         syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0) &&
-        syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
-        return;
-    struct rlimit rl;
-    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
-                       rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536
-                   ? (long)rl.rlim_cur
-                   : 65536;
-    for (long fd = 3; fd < max; fd++)
-        if (fd != keep)
-            close((int)fd);
-}
-
-static _Noreturn void child(const struct stdio_exec_job *j, pid_t parent,
-                            int status_fd)
-{
-    struct sigaction dfl;
-    sigset_t none;
-    int e;
-
-    /* The host ignores SIGPIPE and may have handlers: an App starts with
-     * every disposition at its default and nothing blocked. */
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            sigaction(s, &dfl, NULL);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-        goto fail;
-    /* The host may have died before prctl took effect. */
-    if (getppid() != parent)
-        _exit(127);
-    if (setpgid(0, 0) != 0)
-        goto fail;
-    if (dup2(j->fd_in, STDIN_FILENO) < 0 ||
-        dup2(j->fd_out, STDOUT_FILENO) < 0 ||
-        dup2(j->fd_err, STDERR_FILENO) < 0)
-        goto fail;
-    if (j->cwd && chdir(j->cwd) != 0)
-        goto fail;
-    close_others(status_fd);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(j->path, j->argv, j->envp);
-fail:
-    e = errno;
-    while (write(status_fd, &e, sizeof e) < 0 && errno == EINTR)
-        ;
-    _exit(127);
-}
-
-/* ------------------------------------------------------------------ */
 /* The spawner thread                                                 */
 /* ------------------------------------------------------------------ */
 
-/* fork + wait for exec or the child's errno.  0 or an errno. */
-static int run_job(struct stdio_exec_job *j)
+static void close_fd(int *fd)
 {
-    int sp[2], e = 0;
-    pid_t pid, parent = getpid();
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* A new cgroup for an App.  Another spawner in this process (a second
+ * plugin instance) or a stale one of a host that had our pid may hold a
+ * name: take the next. */
+static int cgroup_unique(struct stdio_spawner *sp, struct stdio_shim_args *a)
+{
+    int e = EEXIST;
+
+    for (int tries = 0; e == EEXIST && tries < 1000; tries++)
+        e = stdio_cgroup_make(sp->cg_base, ++sp->cg_seq, a);
+    return e;
+}
+
+/* The App's cgroup, if this spawner uses them.  0 or an errno (only
+ * when containment = cgroup; auto starts the App without one). */
+static int make_cgroup(struct stdio_spawner *sp, struct stdio_shim_args *a)
+{
+    int e;
+
+    if (sp->cg_base < 0)
+        return 0;
+    e = cgroup_unique(sp, a);
+    if (e == 0 || sp->mode == STDIO_CONTAIN_CGROUP)
+        return e;
+    if (e == EACCES || e == EPERM || e == EROFS) {
+        /* Not ours to write after all: stop trying. */
+        close_fd(&sp->cg_base);
+    }
+    return 0;
+}
+
+/* Start the supervisor and wait until the App execs or fails.  0 or an
+ * errno. */
+static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
+{
+    struct stdio_shim_args a = {
+        .path = j->path,
+        .argv = j->argv,
+        .envp = j->envp,
+        .cwd = j->cwd,
+        .fd_in = j->fd_in,
+        .fd_out = j->fd_out,
+        .fd_err = j->fd_err,
+        .cg_procs = -1,
+        .cg_kill = -1,
+        .cg_events = -1,
+        .cg_dir = -1,
+        .cg_required = sp->mode == STDIO_CONTAIN_CGROUP,
+        .drop_memory = sp->drop_memory,
+        .page = (unsigned long)sysconf(_SC_PAGESIZE),
+        .host = getpid(),
+    };
+    int st[2] = {-1, -1}, life[2] = {-1, -1}, e = 0;
     struct pollfd pf;
+    pid_t pid;
     ssize_t n;
 
-    if (pipe2(sp, O_CLOEXEC) != 0)
-        return errno;
-    pid = fork();
+    snprintf(a.title, sizeof a.title, "%s", j->title ? j->title : "");
+    if (pipe2(st, O_CLOEXEC) != 0 || pipe2(life, O_CLOEXEC) != 0) {
+        e = errno;
+        goto out;
+    }
+    a.fd_status = st[1];
+    a.fd_life = life[0];
+    e = make_cgroup(sp, &a);
+    if (e != 0)
+        goto out;
+    pid = stdio_fork();
     if (pid < 0) {
         e = errno;
-        close(sp[0]);
-        close(sp[1]);
-        return e;
+        goto out;
     }
     if (pid == 0)
-        child(j, parent, sp[1]);
-    close(sp[1]);
-    pf.fd = sp[0];
+        stdio_shim_main(&a);
+    close_fd(&st[1]);
+    close_fd(&life[0]);
+    close_fd(&a.cg_procs);
+    close_fd(&a.cg_events);
+    pf.fd = st[0];
     pf.events = POLLIN;
     do
         n = poll(&pf, 1, EXEC_WAIT_MS);
@@ -195,22 +213,47 @@ static int run_job(struct stdio_exec_job *j)
     if (n == 0) {
         e = ETIMEDOUT;
     } else {
-        /* EOF (n == 0) is a successful exec: the pipe closed on exec. */
+        /* EOF (n == 0) is a successful exec: the supervisor closed its
+         * end after forking the App, and exec closed the App's. */
         do
-            n = read(sp[0], &e, sizeof e);
+            n = read(st[0], &e, sizeof e);
         while (n < 0 && errno == EINTR);
         if (n != (ssize_t)sizeof e)
             e = n == 0 ? 0 : EIO;
     }
-    close(sp[0]);
     if (e != 0) {
+        /* The App never ran, or hangs before exec: the supervisor's
+         * death takes it (parent-death signal), and its cgroup goes. */
+        if (a.cg_kill >= 0)
+            (void)!write(a.cg_kill, "1", 1);
         kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        return e;
+        goto out;
     }
     j->pid = pid;
-    return 0;
+    j->ct.ctl_w = life[1];
+    life[1] = -1;
+    j->ct.cg_dir = a.cg_dir;
+    j->ct.cg_kill = a.cg_kill;
+    a.cg_dir = a.cg_kill = -1;
+    memcpy(j->ct.cg_name, a.cg_name, sizeof j->ct.cg_name);
+out:
+    close_fd(&st[0]);
+    close_fd(&st[1]);
+    close_fd(&life[0]);
+    close_fd(&life[1]);
+    close_fd(&a.cg_procs);
+    close_fd(&a.cg_events);
+    if (a.cg_dir >= 0) {
+        struct stdio_contain ct;
+        stdio_contain_clear(&ct);
+        ct.cg_dir = a.cg_dir;
+        ct.cg_kill = a.cg_kill;
+        memcpy(ct.cg_name, a.cg_name, sizeof ct.cg_name);
+        stdio_contain_release(&ct);
+    }
+    return e;
 }
 
 static void *spawner_main(void *arg)
@@ -226,7 +269,7 @@ static void *spawner_main(void *arg)
             break;
         struct stdio_exec_job *j = sp->job;
         pthread_mutex_unlock(&sp->mu);
-        j->rc = run_job(j);
+        j->rc = run_job(sp, j);
         pthread_mutex_lock(&sp->mu);
         j->done = true;
         sp->job = NULL;
@@ -236,16 +279,82 @@ static void *spawner_main(void *arg)
     return NULL;
 }
 
-int stdio_spawner_create(struct stdio_spawner **out)
+/* Whether supervisors may unmap the host's memory: not under sanitizers
+ * or valgrind, whose runtimes own anonymous mappings (valgrind preloads
+ * its core into every process it runs; the supervisor checks again with
+ * RUNNING_ON_VALGRIND when valgrind.h was there at build time). */
+static bool may_drop_memory(void)
 {
-    struct stdio_spawner *sp = calloc(1, sizeof *sp);
+#ifdef EXEC_SANITIZED
+    return false;
+#else
+    const char *pre = getenv("LD_PRELOAD");
+    return !pre || !strstr(pre, "vgpreload");
+#endif
+}
 
+int stdio_spawner_create(struct stdio_spawner **out,
+                         const struct aur_host *host,
+                         const struct aur_cfg *cfg, struct aur_error *err)
+{
+    const char *v = cfg && host->cfg_str
+                        ? host->cfg_str(cfg, "containment", "auto")
+                        : "auto";
+    struct stdio_spawner *sp;
+    enum stdio_contain_mode mode;
+    const char *why = NULL;
+
+    if (!v || strcmp(v, "auto") == 0)
+        mode = STDIO_CONTAIN_AUTO;
+    else if (strcmp(v, "cgroup") == 0)
+        mode = STDIO_CONTAIN_CGROUP;
+    else if (strcmp(v, "process") == 0)
+        mode = STDIO_CONTAIN_PROCESS;
+    else
+        return aur_fail(err, AUR_E_CONFIG, 0,
+                        "[transport-stdio] containment must be auto, "
+                        "cgroup or process");
+    sp = calloc(1, sizeof *sp);
     if (!sp)
-        return ENOMEM;
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    sp->mode = mode;
+    sp->cg_base = -1;
+    sp->drop_memory = may_drop_memory();
+    if (mode != STDIO_CONTAIN_PROCESS)
+        sp->cg_base = stdio_cgroup_base(&why);
+    if (mode == STDIO_CONTAIN_CGROUP && sp->cg_base >= 0) {
+        /* Asked for: prove now that an App's cgroup can be made. */
+        struct stdio_shim_args a = {.cg_procs = -1, .cg_kill = -1,
+                                    .cg_events = -1, .cg_dir = -1};
+        int e = cgroup_unique(sp, &a);
+        if (e == 0) {
+            struct stdio_contain ct;
+            close(a.cg_procs);
+            close(a.cg_events);
+            stdio_contain_clear(&ct);
+            ct.cg_dir = a.cg_dir;
+            ct.cg_kill = a.cg_kill;
+            memcpy(ct.cg_name, a.cg_name, sizeof ct.cg_name);
+            stdio_contain_release(&ct);
+        } else {
+            close_fd(&sp->cg_base);
+            why = e == ENOENT ? "the kernel has no cgroup.kill (Linux 5.14)"
+                              : "the host may not create a cgroup in its "
+                                "own (not delegated?)";
+        }
+    }
+    if (mode == STDIO_CONTAIN_CGROUP && sp->cg_base < 0) {
+        free(sp);
+        return aur_fail(err, AUR_E_CONFIG, 0,
+                        "[transport-stdio] containment = cgroup, but %s",
+                        why ? why : "no cgroup v2 is available");
+    }
+    if (sp->cg_base >= 0)
+        stdio_cgroup_sweep(sp->cg_base);
     pthread_mutex_init(&sp->mu, NULL);
     pthread_cond_init(&sp->cv, NULL);
     *out = sp;
-    return 0;
+    return AUR_OK;
 }
 
 void stdio_spawner_destroy(struct stdio_spawner *sp)
@@ -260,6 +369,7 @@ void stdio_spawner_destroy(struct stdio_spawner *sp)
         pthread_join(sp->thread, NULL);
     pthread_cond_destroy(&sp->cv);
     pthread_mutex_destroy(&sp->mu);
+    close_fd(&sp->cg_base);
     free(sp);
 }
 
@@ -289,6 +399,8 @@ int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
     if (rc != 0)
         return rc;
     j->done = false;
+    j->pid = 0;
+    stdio_contain_clear(&j->ct);
     pthread_mutex_lock(&sp->mu);
     rc = ensure_thread(sp);
     if (rc == 0) {

@@ -1,11 +1,19 @@
 /*
  * stdio_int.h - private to transport-stdio (never installed).
  *
- * Three files share these types:
+ * These files share these types:
  *   stdio_plugin.c  descriptor, init/fini, config, open/send/close/reopen
  *   stdio_spawn.c   child environment, spawn, termination and reaping
+ *   stdio_exec.c    the spawner thread: PATH lookup, fork, start report
+ *   stdio_contain.c the per-App supervisor ("shim"), a forked process
+ *   stdio_cgroup.c  the host's side of it: the App's cgroup, the stop
+ *                   signals
  *   stdio_io.c      the per-child I/O thread (framing, stderr, exit
  *                   watch, on_closed) and the stdin writer
+ *
+ * The host's direct child is not the App but its supervisor (see
+ * stdio_contain.c): pid below is the supervisor's, whose exit status
+ * mirrors the App's, so everything that watches pid sees the App.
  *
  * Each child process ("generation") has one I/O thread that polls stdout,
  * stderr, a pidfd and a stop pipe; reopen replaces the generation, the
@@ -44,9 +52,18 @@ struct stdio_state {
  * in_broken belong to the holder of the connection's write token.  The
  * stdout line buffer belongs to the stdout owner (out_owner).
  */
+/* The host's handle on one App's containment (stdio_contain.c). */
+struct stdio_contain {
+    int ctl_w;         /* host end of the supervisor's lifeline, -1 none */
+    int cg_dir;        /* directory holding the App's cgroup, -1: none */
+    int cg_kill;       /* that cgroup's cgroup.kill, -1 none */
+    char cg_name[64];  /* the App's cgroup, a name under cg_dir */
+};
+
 struct stdio_child {
     struct aur_conn *conn; /* owner (borrowed back pointer) */
-    pid_t pid;             /* also the process group id */
+    pid_t pid;             /* the supervisor: also its process group id */
+    struct stdio_contain ct; /* stop and free only */
     int in_fd, out_fd, err_fd; /* our pipe ends, -1 once closed */
     int pidfd;             /* -1: the I/O thread polls waitid instead */
     int stop_r, stop_w;    /* a byte on stop_w ends the I/O thread */
@@ -112,20 +129,23 @@ struct aur_conn {
 int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                       struct aur_error *err);
 
-/* Stop sink calls, close stdin, escalate (wait, SIGTERM, SIGKILL to the
- * process group) within dl as documented in stdio_plugin.c, reap, join
- * the I/O thread and free ch.  Bounded even when dl has passed. */
+/* Stop sink calls, close stdin, escalate (wait, SIGTERM, SIGKILL of
+ * everything the App started, through its supervisor) within dl as
+ * documented in stdio_plugin.c, reap, join the I/O thread, remove the
+ * App's cgroup and free ch.  Bounded even when dl has passed. */
 void stdio_child_stop(struct stdio_child *ch, aur_deadline dl);
 
 /* ---- stdio_exec.c -------------------------------------------------- */
 
-/* One fork+exec, filled by the caller; everything is borrowed and must
+/* One App start, filled by the caller; everything is borrowed and must
  * outlive stdio_spawner_run. */
 struct stdio_exec_job {
     char *const *argv, *const *envp;
     const char *cwd;           /* NULL: the host's */
-    int fd_in, fd_out, fd_err; /* become the child's 0, 1, 2 */
-    pid_t pid;                 /* out: the child, its own group leader */
+    const char *title;         /* the supervisor's process title (package) */
+    int fd_in, fd_out, fd_err; /* become the App's 0, 1, 2 */
+    pid_t pid;                 /* out: the supervisor, its own group leader */
+    struct stdio_contain ct;   /* out: the App's containment handle */
     /* private to stdio_exec.c */
     char *path;
     int rc;
@@ -134,16 +154,89 @@ struct stdio_exec_job {
 
 struct stdio_spawner;
 
-/* Create the spawner (its thread starts on the first run).  0 or errno. */
-int stdio_spawner_create(struct stdio_spawner **out);
+/* [transport-stdio] containment = auto | cgroup | process. */
+enum stdio_contain_mode {
+    STDIO_CONTAIN_AUTO,    /* a cgroup per App when the host may make one */
+    STDIO_CONTAIN_CGROUP,  /* ... or fail: init, and any App it cannot place */
+    STDIO_CONTAIN_PROCESS  /* the supervisor alone, cgroupfs untouched */
+};
+
+/* Create the spawner (its thread starts on the first run), reading the
+ * containment key of cfg (may be NULL).  AUR_OK, AUR_E_CONFIG (bad value,
+ * or cgroup asked for and unavailable: err says why) or AUR_E_NOMEM. */
+int stdio_spawner_create(struct stdio_spawner **out,
+                         const struct aur_host *host,
+                         const struct aur_cfg *cfg, struct aur_error *err);
 /* Stop and join the thread; no run may be in progress.  NULL is a no-op. */
 void stdio_spawner_destroy(struct stdio_spawner *sp);
 /* Resolve command against the host's PATH and start it on the spawner
- * thread, with PR_SET_PDEATHSIG(SIGKILL), a new process group, default
- * signal dispositions and only fds 0..2 open.  Any thread; serialised.
- * 0 (j->pid set) or the errno of the step that failed. */
+ * thread under a supervisor (stdio_contain.c): the App gets
+ * PR_SET_PDEATHSIG(SIGKILL) tied to its supervisor, a new process group,
+ * default signal dispositions, only fds 0..2 open and, when available,
+ * its own cgroup.  Any thread; serialised.  0 (j->pid and j->ct set) or
+ * the errno of the step that failed. */
 int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
                       struct stdio_exec_job *j);
+
+/* ---- stdio_contain.c ----------------------------------------------- */
+
+/* What the supervisor needs, prepared by the spawner thread.  Every
+ * pointer is the parent's memory, read by the forked supervisor before it
+ * drops that memory. */
+struct stdio_shim_args {
+    const char *path;           /* resolved command */
+    char *const *argv, *const *envp;
+    const char *cwd;            /* NULL: the host's */
+    int fd_in, fd_out, fd_err;  /* the App's 0, 1, 2 */
+    int fd_status;              /* errno of a failed start, CLOEXEC */
+    int fd_life;                /* read end of the host's lifeline */
+    int cg_procs, cg_kill, cg_events, cg_dir; /* -1: no cgroup */
+    bool cg_required;           /* a cgroup join failure fails the start */
+    bool drop_memory;           /* release the host's memory (see there) */
+    unsigned long page;         /* sysconf(_SC_PAGESIZE), read by the host */
+    pid_t host;                 /* the process that forked us */
+    char title[64];             /* "aur-contain <package>" */
+    char cg_name[64];
+};
+
+/* The supervisor: the child of fork() on the spawner thread.  Only
+ * async-signal-safe calls.  Never returns. */
+_Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
+
+/* fork() for the spawner: _Fork() (no atfork handlers, which would run
+ * the embedding program's code in a process that never execs) except
+ * under sanitizers, whose runtimes need their fork interceptor. */
+pid_t stdio_fork(void);
+
+/* Monotonic milliseconds (async-signal-safe: clock_gettime only). */
+int64_t stdio_mono_ms(void);
+
+/* ---- stdio_cgroup.c ------------------------------------------------ */
+
+/* Our own cgroup v2 directory (O_DIRECTORY), or -1 with *why set. */
+int stdio_cgroup_base(const char **why);
+/* Make "aurora-mcp-<pid>-<seq>" under base and open its files for a
+ * supervisor (a->cg_*, a->cg_name; cg_dir is a dup of base).  0 or an
+ * errno, with nothing left behind. */
+int stdio_cgroup_make(int base, unsigned seq, struct stdio_shim_args *a);
+/* Remove the empty cgroups of hosts that are gone (SIGKILL leaves one
+ * behind when the supervisor could not remove it). */
+void stdio_cgroup_sweep(int base);
+
+/* ct with nothing open. */
+void stdio_contain_clear(struct stdio_contain *ct);
+/* Host side of the escalation.  term: SIGTERM to the supervisor, which
+ * relays it to the App's group and every process the App started.
+ * kill: SIGCONT and SIGUSR1: it kills all of them, reaps them and exits
+ * with the App's status.  backstop: cgroup.kill, and SIGKILL to the
+ * supervisor's group (the App then dies of its parent-death signal). */
+void stdio_contain_term(pid_t shim);
+void stdio_contain_kill(pid_t shim);
+void stdio_contain_backstop(const struct stdio_contain *ct, pid_t shim);
+/* After the supervisor is reaped: close the lifeline, remove the App's
+ * cgroup (killing what is left in it, bounded).  0, or the errno of the
+ * removal (EBUSY: processes that would not die remain). */
+int stdio_contain_release(struct stdio_contain *ct);
 
 /* ---- stdio_io.c ---------------------------------------------------- */
 

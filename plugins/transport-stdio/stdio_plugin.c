@@ -12,6 +12,9 @@
  *                      long after closing stdin before SIGTERM, and again
  *                      before SIGKILL; both waits end at the close
  *                      deadline, except that SIGTERM always gets 200 ms.
+ *   containment        auto (default) | cgroup | process: how an App and
+ *                      everything it starts are kept within its
+ *                      connection and the host (stdio_contain.c).
  *
  * Endpoint keys (the App's [stdio] section plus the core's keys):
  *   command (required; PATH lookup with the host's PATH, as execvp),
@@ -87,9 +90,12 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
     if (rc != AUR_OK)
         return rc;
     st = calloc(1, sizeof *st);
-    if (!st || stdio_spawner_create(&st->spawner) != 0) {
-        free(st);
+    if (!st)
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    rc = stdio_spawner_create(&st->spawner, host, cfg, err); /* containment */
+    if (rc != AUR_OK) {
+        free(st);
+        return rc;
     }
     st->host = host;
     st->self = self;

@@ -3,8 +3,10 @@
  *
  * The child runs in its own process group with only its three pipes open
  * and the environment of aurora-semantics.md §4.4 (safe base plus the
- * App's whitelist, nothing else).  stdio_exec.c does the fork and exec
- * (and makes the App die with the host).
+ * App's whitelist, nothing else).  stdio_exec.c does the fork and exec;
+ * the App runs under a supervisor of its own (stdio_contain.c) that makes
+ * it, and everything it starts, die with the connection and the host.
+ * ch->pid is that supervisor: the escalation below goes through it.
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -139,6 +141,14 @@ static int set_nonblock(int fd)
 
 static void child_free(struct stdio_child *ch)
 {
+    int e = stdio_contain_release(&ch->ct);
+
+    if (e != 0)
+        ch->conn->st->host->log(ch->conn->st->self, AUR_LOG_WARN,
+                                "%s: cgroup %s not removed: %s",
+                                ch->conn->package, ch->ct.cg_name,
+                                e == EBUSY ? "processes would not die"
+                                           : "cannot remove it");
     close_fd(&ch->in_fd);
     close_fd(&ch->out_fd);
     close_fd(&ch->err_fd);
@@ -158,6 +168,7 @@ static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
     struct stdio_exec_job j = {
         .argv = c->argv,
         .cwd = c->cwd,
+        .title = c->package,
         .fd_in = in[0],
         .fd_out = out[1],
         .fd_err = errp[1],
@@ -169,16 +180,32 @@ static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
         return ENOMEM;
     j.envp = envp;
     rc = stdio_spawner_run(c->st->spawner, c->command, &j);
-    if (rc == 0)
+    if (rc == 0) {
         ch->pid = j.pid;
+        ch->ct = j.ct;
+    }
     env_free(envp);
     return rc;
 }
 
-/* Undo a started child when the thread cannot be started. */
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Undo a started child when the thread cannot be started: the
+ * supervisor kills the App and all it started, and exits. */
 static void kill_now(struct stdio_child *ch)
 {
-    kill(-ch->pid, SIGKILL);
+    const struct aur_host *h = ch->conn->st->host;
+    int64_t until = h->now_ms() + KILL_WAIT_MS;
+
+    stdio_contain_kill(ch->pid);
+    while (waitpid(ch->pid, NULL, WNOHANG) == 0 && h->now_ms() < until)
+        sleep_ms(GROUP_POLL_MS);
+    stdio_contain_backstop(&ch->ct, ch->pid);
     while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)
         ;
 }
@@ -196,6 +223,7 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s: out of memory",
                         c->package);
     ch->conn = c;
+    stdio_contain_clear(&ch->ct);
     ch->in_fd = ch->out_fd = ch->err_fd = ch->pidfd = -1;
     ch->stop_r = ch->stop_w = -1;
     pthread_mutex_init(&ch->mu, NULL);
@@ -244,6 +272,10 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                         strerror_r(rc, eb, sizeof eb));
         goto fail;
     }
+    c->st->host->log(c->st->self, AUR_LOG_DEBUG,
+                     "%s: supervisor %d, App cgroup %s", c->package,
+                     (int)ch->pid,
+                     ch->ct.cg_name[0] ? ch->ct.cg_name : "(none)");
     ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
     if (ch->pidfd < 0)
         ch->pidfd = -1; /* old kernel: the thread polls waitid */
@@ -334,34 +366,38 @@ static bool group_alive(pid_t pgid)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {0, ms * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* close stdin, wait, SIGTERM the group, wait, SIGKILL the group. */
+/* close stdin, wait, SIGTERM everything, wait, SIGKILL everything.
+ * "Everything" is the App's process group and every process it started,
+ * reached through its supervisor (stdio_contain.c); ch->exited is the
+ * supervisor's exit, which follows the App's and its leftovers' end. */
 static void escalate(struct stdio_child *ch, aur_deadline dl)
 {
     const struct stdio_state *st = ch->conn->st;
     const struct aur_host *h = st->host;
     int64_t now = h->now_ms();
+    bool gone;
 
     close_fd(&ch->in_fd); /* the App's cue to exit (spec SHOULD) */
-    if (!wait_for(ch, &ch->exited, NULL,
-                  min64(dl, now + st->term_grace_ms))) {
+    gone = wait_for(ch, &ch->exited, NULL,
+                    min64(dl, now + st->term_grace_ms));
+    if (!gone) {
         int64_t until;
-        kill(-ch->pid, SIGTERM);
+        stdio_contain_term(ch->pid);
         now = h->now_ms();
         until = now + st->term_grace_ms;
         if (dl < until)
             until = dl > now + TERM_MIN_MS ? dl : now + TERM_MIN_MS;
-        wait_for(ch, &ch->exited, NULL, until);
+        gone = wait_for(ch, &ch->exited, NULL, until);
     }
-    /* Always: the group may hold more than the leader, and the leader,
-     * alive or a zombie, still reserves the group id. */
-    kill(-ch->pid, SIGKILL);
+    if (!gone) {
+        /* The supervisor kills the lot, reaps it and exits. */
+        stdio_contain_kill(ch->pid);
+        wait_for(ch, &ch->exited, NULL, h->now_ms() + KILL_WAIT_MS);
+    }
+    /* Always: cgroup.kill, and SIGKILL to the supervisor's group in case
+     * it is stuck (the App then dies of its parent-death signal).  The
+     * supervisor, alive or a zombie, still reserves its group id. */
+    stdio_contain_backstop(&ch->ct, ch->pid);
 }
 
 void stdio_child_stop(struct stdio_child *ch, aur_deadline dl)

@@ -1,0 +1,220 @@
+/*
+ * stdio_cgroup.c - the host's side of an App's containment: the App's
+ * cgroup (made before the supervisor is forked, removed after it is
+ * reaped, leftovers of dead hosts swept) and the signals that stop the
+ * supervisor (stdio_contain.c), which does the killing.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* Host side: the App's cgroup                                        */
+/* ------------------------------------------------------------------ */
+
+#define CG_PREFIX "aurora-mcp-"
+
+/* Our cgroup v2 path ("0::<path>" of /proc/self/cgroup). */
+static bool own_cgroup(char *out, size_t size)
+{
+    char line[4096];
+    bool ok = false;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+
+    if (!f)
+        return false;
+    while (!ok && fgets(line, sizeof line, f)) {
+        size_t n = strcspn(line, "\n");
+        line[n] = '\0';
+        if (strncmp(line, "0::/", 4) == 0 && n - 3 < size &&
+            !strstr(line, " (deleted)")) {
+            memcpy(out, line + 3, n - 2);
+            ok = true;
+        }
+    }
+    fclose(f);
+    return ok;
+}
+
+int stdio_cgroup_base(const char **why)
+{
+    char cg[4096], line[8192], path[8192];
+    int fd = -1;
+    FILE *f;
+
+    *why = "the host is in no cgroup v2 (cgroup v1 only?)";
+    if (!own_cgroup(cg, sizeof cg))
+        return -1;
+    f = fopen("/proc/self/mountinfo", "re");
+    if (!f) {
+        *why = "cannot read /proc/self/mountinfo";
+        return -1;
+    }
+    *why = "no cgroup2 file system is mounted";
+    while (fd < 0 && fgets(line, sizeof line, f)) {
+        /* id parent maj:min root mountpoint opts [tags] - fstype src */
+        char *field[5], *save = NULL, *sep = strstr(line, " - ");
+        size_t rl;
+        int k = 0;
+        if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0 ||
+            strchr(line, '\\')) /* escaped names: not worth decoding */
+            continue;
+        for (char *t = strtok_r(line, " ", &save); t && k < 5;
+             t = strtok_r(NULL, " ", &save))
+            field[k++] = t;
+        if (k < 5)
+            continue;
+        rl = strcmp(field[3], "/") == 0 ? 0 : strlen(field[3]);
+        if (strncmp(cg, field[3], rl) != 0 || (cg[rl] && cg[rl] != '/'))
+            continue; /* our cgroup is not below this mount's root */
+        if ((size_t)snprintf(path, sizeof path, "%s%s", field[4], cg + rl) >=
+            sizeof path)
+            continue;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            *why = "cannot open the host's cgroup directory";
+    }
+    fclose(f);
+    return fd;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+int stdio_cgroup_make(int base, unsigned seq, struct stdio_shim_args *a)
+{
+    int d, e = 0;
+
+    snprintf(a->cg_name, sizeof a->cg_name, CG_PREFIX "%ld-%u",
+             (long)getpid(), seq);
+    if (mkdirat(base, a->cg_name, 0755) != 0)
+        return errno;
+    d = openat(base, a->cg_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        e = errno;
+    if (e == 0 && (a->cg_procs = openat(d, "cgroup.procs",
+                                        O_WRONLY | O_CLOEXEC)) < 0)
+        e = errno;
+    /* cgroup.kill: Linux 5.14.  Without it there is no atomic kill. */
+    if (e == 0 && (a->cg_kill = openat(d, "cgroup.kill",
+                                       O_WRONLY | O_CLOEXEC)) < 0)
+        e = errno;
+    if (e == 0 && (a->cg_events = openat(d, "cgroup.events",
+                                         O_RDONLY | O_CLOEXEC)) < 0)
+        e = errno;
+    if (e == 0 && (a->cg_dir = fcntl(base, F_DUPFD_CLOEXEC, 3)) < 0)
+        e = errno;
+    if (d >= 0)
+        close(d);
+    if (e != 0) {
+        close_fd(&a->cg_procs);
+        close_fd(&a->cg_kill);
+        close_fd(&a->cg_events);
+        close_fd(&a->cg_dir);
+        unlinkat(base, a->cg_name, AT_REMOVEDIR);
+        a->cg_name[0] = '\0';
+    }
+    return e;
+}
+
+void stdio_cgroup_sweep(int base)
+{
+    int fd = fcntl(base, F_DUPFD_CLOEXEC, 3);
+    time_t old = time(NULL) - 60;
+    struct dirent *de;
+    DIR *d;
+
+    if (fd < 0)
+        return;
+    d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        const char *p = de->d_name + sizeof CG_PREFIX - 1;
+        struct stat sb;
+        char *end;
+        long pid;
+        if (strncmp(de->d_name, CG_PREFIX, sizeof CG_PREFIX - 1) != 0)
+            continue;
+        pid = strtol(p, &end, 10);
+        if (end == p || *end != '-' || pid <= 0 || pid == (long)getpid())
+            continue;
+        /* Its host is gone, and it is not one being made right now (by
+         * a host in a pid namespace we cannot see).  Only an empty
+         * cgroup can be removed. */
+        if ((kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
+            fstatat(base, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            sb.st_mtime > old)
+            continue;
+        unlinkat(base, de->d_name, AT_REMOVEDIR);
+    }
+    closedir(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Host side: escalation and release                                  */
+/* ------------------------------------------------------------------ */
+
+void stdio_contain_clear(struct stdio_contain *ct)
+{
+    ct->ctl_w = ct->cg_dir = ct->cg_kill = -1;
+    ct->cg_name[0] = '\0';
+}
+
+/* The supervisor's pid stays reserved until the host reaps it, so these
+ * never reach a stranger. */
+void stdio_contain_term(pid_t shim) { kill(shim, SIGTERM); }
+
+void stdio_contain_kill(pid_t shim)
+{
+    kill(shim, SIGCONT); /* the App may have stopped it */
+    kill(shim, SIGUSR1);
+}
+
+void stdio_contain_backstop(const struct stdio_contain *ct, pid_t shim)
+{
+    if (ct->cg_kill >= 0)
+        (void)!write(ct->cg_kill, "1", 1);
+    kill(-shim, SIGKILL);
+}
+
+int stdio_contain_release(struct stdio_contain *ct)
+{
+    int64_t until = stdio_mono_ms() + 1000;
+    int e = 0;
+
+    close_fd(&ct->ctl_w);
+    if (ct->cg_dir >= 0) {
+        /* The supervisor removed it unless it was killed first. */
+        while (unlinkat(ct->cg_dir, ct->cg_name, AT_REMOVEDIR) != 0) {
+            e = errno == ENOENT ? 0 : errno;
+            if (e != EBUSY || stdio_mono_ms() >= until)
+                break;
+            if (ct->cg_kill >= 0)
+                (void)!write(ct->cg_kill, "1", 1);
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    close_fd(&ct->cg_kill);
+    close_fd(&ct->cg_dir);
+    if (e == 0)
+        ct->cg_name[0] = '\0';
+    return e;
+}

@@ -1,0 +1,880 @@
+/*
+ * stdio_contain.c - nothing an App starts outlives the App's connection,
+ * and nothing outlives the host, even when the host dies of SIGKILL.
+ *
+ * PR_SET_PDEATHSIG reaches only the process that asked for it, so an App
+ * that daemonises (double fork, setsid) or runs under a wrapper (sh -c,
+ * npx, uv) used to leave processes behind.  The host is a library, so it
+ * may not become a child subreaper or touch signal dispositions itself.
+ * Instead the spawner thread forks one small supervisor per App (the
+ * "shim", this file), which then forks and execs the App:
+ *
+ *   host (spawner thread)
+ *    └─ shim   own process group; PR_SET_CHILD_SUBREAPER; parent-death
+ *       │      signal SIGHUP (handled); a lifeline pipe from the host
+ *       └─ App own process group; PR_SET_PDEATHSIG(SIGKILL) tied to the
+ *              shim; in its own cgroup when one can be made
+ *
+ * Every process the App starts is the shim's descendant: an orphan is
+ * reparented to the shim (the nearest subreaper), never to init, unless
+ * it first escapes the shim's subtree, which only a process that kills
+ * or stops the shim can arrange (see docs/containment.md).  The shim
+ * kills all of them, reaps them, removes the App's cgroup and exits
+ * with the App's own status (same exit code, or the same signal), so the
+ * host's I/O thread reports the App exactly as before.  It does so when:
+ *   - the App (its direct child) ends: whatever it left behind is
+ *     killed at once;
+ *   - SIGUSR1 (the host's kill step), SIGHUP (its parent-death signal:
+ *     the host's spawner thread, i.e. the host, is gone), SIGINT,
+ *     SIGQUIT, SIGUSR2, or EOF on the lifeline (every copy of the
+ *     host's end is closed, i.e. the host is gone).
+ * SIGTERM is relayed: to the App's group and every descendant.
+ * Killing means, until nothing is found and no child is left (bounded
+ * by SHIM_KILL_MS): cgroup.kill when the App has a cgroup (atomic, also
+ * against fork bombs), SIGKILL to the App's group, and SIGKILL to every
+ * descendant found by walking /proc (ppid links from the shim down; a
+ * process that is not the shim's child is signalled through a pidfd and
+ * only after its parent was checked again, so a recycled pid is never
+ * hit).  A process with SIGKILL pending cannot fork, so this converges.
+ *
+ * The shim is a fork of a multi-threaded process that never execs, so it
+ * may only make async-signal-safe calls, for its whole life: system
+ * calls, plain loops over its own stack, and the string functions POSIX
+ * lists as safe.  No malloc, no stdio, no locks; _Fork() rather than
+ * fork() so no atfork handler of the embedding program runs in it.  It
+ * renames itself ("aur-contain <package>" in ps) before forking the App,
+ * and after that gives back the host's memory it would otherwise pin
+ * (copy on write: every page the host rewrites later would stay in the
+ * shim): it unmaps every private anonymous mapping except its own stack
+ * (which holds its thread descriptor), the .bss that follows each loaded
+ * file, and the top of the main stack (the command line).  It is not
+ * dumpable, so the App (same uid) cannot ptrace it or read what is left
+ * of the host's memory through /proc.  Under sanitizers and valgrind, whose runtimes
+ * own anonymous mappings, nothing is unmapped; under valgrind the shim
+ * also turns off its own leak check and error reports (they would be
+ * the host's, and would replace the App's exit status).
+ *
+ * The cgroup (stdio_cgroup.c, host side): "aurora-mcp-<hostpid>-<seq>"
+ * under the host's own cgroup v2 directory, when the host may create one
+ * there (root, or a delegated subtree such as a systemd unit with
+ * Delegate=yes).  No controller is enabled, so it only groups; the App
+ * joins it itself between fork and exec, before it can fork.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SHIM_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||   \
+    __has_feature(memory_sanitizer)
+#define SHIM_SANITIZED 1
+#endif
+#endif
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define SHIM_VALGRIND 1
+#endif
+#endif
+
+/* Killing everything (and waiting for the cgroup to empty) stops after
+ * this long even if a process in uninterruptible sleep will not die; it
+ * dies when it wakes, with SIGKILL pending. */
+#define SHIM_KILL_MS 3000
+/* Between kill rounds: wait for SIGCHLD at most this long. */
+#define SHIM_ROUND_MS 5
+/* (pid, ppid) pairs one /proc walk can hold (mapped on first use). */
+#define TABLE_CAP (1u << 17)
+
+/* The shim's file descriptors, placed before the App is forked.  0..2
+ * and FD_STATUS are the App's; the App also uses FD_CGPROCS once. */
+enum {
+    FD_STATUS = 3,   /* errno of a failed start, to the host (CLOEXEC) */
+    FD_LIFE = 4,     /* read end of the host's lifeline: EOF = host gone */
+    FD_SIG = 5,      /* signalfd */
+    FD_CGPROCS = 6,  /* the App's cgroup.procs (the App writes "0") */
+    FD_CGKILL = 7,   /* its cgroup.kill */
+    FD_CGEVENTS = 8, /* its cgroup.events */
+    FD_CGDIR = 9,    /* the directory holding it (for rmdir) */
+    FD_NSLOTS = 10,
+    FD_HIGH = 32 /* temporary copies go at or above this */
+};
+
+/* ------------------------------------------------------------------ */
+/* Small async-signal-safe helpers                                    */
+/* ------------------------------------------------------------------ */
+
+int64_t stdio_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_from(int lo)
+{
+    /* close_range exists since Linux 5.9; the loop is the fallback. */
+    if (syscall(SYS_close_range, (unsigned)lo, ~0u, 0u) == 0)
+        return;
+    struct rlimit rl;
+    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+                       rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536
+                   ? (long)rl.rlim_cur
+                   : 65536;
+    for (long fd = lo; fd < max; fd++)
+        close((int)fd);
+}
+
+static void put_errno(int fd, int e)
+{
+    while (write(fd, &e, sizeof e) < 0 && errno == EINTR)
+        ;
+}
+
+/* Decimal digits of v into buf (no NUL); returns the length. */
+static size_t fmt_dec(char *buf, unsigned long v)
+{
+    char t[24];
+    size_t n = 0, i;
+
+    do
+        t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (i = 0; i < n; i++)
+        buf[i] = t[n - 1 - i];
+    return n;
+}
+
+static bool parse_num(const char **p, int base, unsigned long *out)
+{
+    const char *s = *p;
+    unsigned long v = 0;
+
+    for (;; s++) {
+        int d;
+        if (*s >= '0' && *s <= '9')
+            d = *s - '0';
+        else if (base == 16 && *s >= 'a' && *s <= 'f')
+            d = *s - 'a' + 10;
+        else
+            break;
+        v = v * (unsigned long)base + (unsigned long)d;
+    }
+    if (s == *p)
+        return false;
+    *p = s;
+    *out = v;
+    return true;
+}
+
+/* /proc/<pid>/stat of pid (0: self): the fields after "(comm) ", as a
+ * NUL-terminated string in buf.  NULL if the process is gone. */
+static const char *read_stat(long pid, char *buf, size_t size)
+{
+    char path[40] = "/proc/";
+    size_t n = 6;
+    ssize_t got;
+    char *rp;
+    int fd;
+
+    if (pid > 0)
+        n += fmt_dec(path + n, (unsigned long)pid);
+    else {
+        memcpy(path + n, "self", 4);
+        n += 4;
+    }
+    memcpy(path + n, "/stat", 6);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    do
+        got = read(fd, buf, size - 1);
+    while (got < 0 && errno == EINTR);
+    close(fd);
+    if (got <= 0)
+        return NULL;
+    buf[got] = '\0';
+    rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}
+
+/* State, parent and process group of pid: false if gone. */
+static bool proc_parent(long pid, char *state, long *ppid, long *pgrp)
+{
+    char buf[512];
+    const char *p = read_stat(pid, buf, sizeof buf);
+    unsigned long v, g;
+
+    if (!p || !p[0] || p[1] != ' ')
+        return false;
+    *state = p[0];
+    p += 2;
+    if (!parse_num(&p, 10, &v) || *p++ != ' ' || !parse_num(&p, 10, &g))
+        return false;
+    *ppid = (long)v;
+    *pgrp = (long)g;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* The shim's state                                                   */
+/* ------------------------------------------------------------------ */
+
+struct pp {
+    int pid, ppid, pgrp;
+    bool mine, zombie;
+};
+
+/* One walk's table: every process, then the pids found to be ours. */
+struct table {
+    struct pp e[TABLE_CAP];
+    int mine[TABLE_CAP];
+};
+
+struct shim {
+    pid_t self, app;
+    bool app_alive;
+    int app_status;   /* wait status, once reaped */
+    bool cgroup;      /* FD_CG* are open */
+    bool life;        /* FD_LIFE is open */
+    char cg_name[64];
+    struct table *table; /* of one walk; NULL until needed */
+    bool no_table;    /* the mapping failed: direct children only */
+};
+
+static void reap(struct shim *s)
+{
+    pid_t r;
+    int st;
+
+    while ((r = waitpid(-1, &st, WNOHANG)) > 0)
+        if (r == s->app) {
+            s->app_status = st;
+            s->app_alive = false;
+        }
+}
+
+static bool has_children(void)
+{
+    siginfo_t si;
+
+    memset(&si, 0, sizeof si);
+    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/* Signal pid, a descendant whose parent was ppid when /proc was read. */
+static void signal_one(const struct shim *s, long pid, long ppid, int sig)
+{
+    char state;
+    long now, pgrp;
+    int fd;
+
+    if (ppid == s->self) {
+        /* Our child: its pid stays reserved until we reap it. */
+        kill((pid_t)pid, sig);
+        return;
+    }
+    fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0u);
+    if (fd < 0) {
+        if (errno == ENOSYS) /* before Linux 5.3 (or under valgrind) */
+            kill((pid_t)pid, sig);
+        return;
+    }
+    /* The pidfd pins the process it names; if that is still below the
+     * parent we saw (or reparented to us), it is the one we found. */
+    if (proc_parent(pid, &state, &now, &pgrp) &&
+        (now == ppid || now == s->self))
+        syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0u);
+    close(fd);
+}
+
+struct linux_dirent64_ {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/* Signal every live descendant, except members of process group skip
+ * (0: none), which the caller signals as a group; returns how many live
+ * descendants there were.  Without /proc it finds none: only the App's
+ * group is reached (the caller signals it). */
+static int walk(struct shim *s, int sig, long skip)
+{
+    char dbuf[8192];
+    size_t n = 0, nm = 0;
+    int found = 0, dfd;
+    long got;
+
+    if (!s->table && !s->no_table) {
+        void *m = mmap(NULL, sizeof *s->table, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            s->no_table = true;
+        else
+            s->table = m;
+    }
+    dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return 0;
+    while ((got = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf)) > 0) {
+        for (long off = 0; off < got;) {
+            struct linux_dirent64_ *de = (void *)(dbuf + off);
+            const char *q = de->d_name;
+            unsigned long pid;
+            long ppid, pgrp;
+            char state;
+            bool zombie;
+
+            off += de->d_reclen;
+            if (*q < '1' || *q > '9' || !parse_num(&q, 10, &pid) || *q ||
+                (pid_t)pid == s->self ||
+                !proc_parent((long)pid, &state, &ppid, &pgrp))
+                continue;
+            zombie = state == 'Z' || state == 'X';
+            if (ppid == s->self && !zombie) {
+                found++;
+                if (pgrp != skip)
+                    signal_one(s, (long)pid, ppid, sig);
+            }
+            if (s->table && n < TABLE_CAP) {
+                s->table->e[n++] = (struct pp){(int)pid, (int)ppid,
+                                               (int)pgrp, ppid == s->self,
+                                               zombie};
+                if (ppid == s->self)
+                    s->table->mine[nm++] = (int)pid;
+            }
+        }
+    }
+    close(dfd);
+    /* Grandchildren and below: follow ppid links down from our
+     * children, one level per pass. */
+    for (size_t from = 0; s->table && from < nm;) {
+        size_t to = nm;
+        for (size_t i = 0; i < n; i++) {
+            struct pp *e = &s->table->e[i];
+            if (e->mine)
+                continue;
+            for (size_t j = from; j < to; j++) {
+                if (s->table->mine[j] != e->ppid)
+                    continue;
+                e->mine = true;
+                s->table->mine[nm++] = e->pid;
+                if (!e->zombie) {
+                    found++;
+                    if (e->pgrp != skip)
+                        signal_one(s, e->pid, e->ppid, sig);
+                }
+                break;
+            }
+        }
+        from = to;
+    }
+    return found;
+}
+
+/* SIGTERM to the App's group and every descendant outside it, each
+ * once: some servers take a second SIGTERM as "stop now". */
+static void relay(struct shim *s, int sig)
+{
+    long skip = 0;
+
+    if (s->app_alive) { /* unreaped: its group id is still reserved */
+        kill(-s->app, sig);
+        skip = s->app;
+    }
+    walk(s, sig, skip);
+}
+
+enum { W_TERM = 1, W_KILL = 2 };
+
+static int drain_signals(void)
+{
+    struct signalfd_siginfo si[8];
+    int what = 0;
+    ssize_t n;
+
+    while ((n = read(FD_SIG, si, sizeof si)) > 0) {
+        for (size_t i = 0; i < (size_t)n / sizeof si[0]; i++) {
+            if (si[i].ssi_signo == SIGCHLD)
+                continue;
+            what |= si[i].ssi_signo == SIGTERM ? W_TERM : W_KILL;
+        }
+    }
+    return what;
+}
+
+static bool cg_populated(void)
+{
+    char buf[256];
+    ssize_t n = pread(FD_CGEVENTS, buf, sizeof buf - 1, 0);
+    const char *p;
+
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    p = strstr(buf, "populated ");
+    return p && p[10] == '1';
+}
+
+static void kill_all(struct shim *s)
+{
+    int64_t until = stdio_mono_ms() + SHIM_KILL_MS;
+
+    for (;;) {
+        int found;
+        if (s->cgroup)
+            (void)!write(FD_CGKILL, "1", 1);
+        if (s->app_alive)
+            kill(-s->app, SIGKILL);
+        found = walk(s, SIGKILL, 0);
+        reap(s);
+        if (found == 0 && !has_children())
+            break;
+        if (stdio_mono_ms() >= until)
+            break;
+        struct pollfd p = {.fd = FD_SIG, .events = POLLIN};
+        poll(&p, 1, SHIM_ROUND_MS);
+        drain_signals();
+        reap(s);
+    }
+    if (!s->cgroup)
+        return;
+    /* Members that are not our descendants (moved in from outside) are
+     * killed by cgroup.kill alone; give them the rest of the time. */
+    while (cg_populated() && stdio_mono_ms() < until) {
+        struct pollfd p = {.fd = FD_CGEVENTS, .events = POLLPRI};
+        (void)!write(FD_CGKILL, "1", 1);
+        poll(&p, 1, 50);
+    }
+    unlinkat(FD_CGDIR, s->cg_name, AT_REMOVEDIR);
+}
+
+/* ------------------------------------------------------------------ */
+/* Valgrind: the shim's leaks and errors are the host's                */
+/* ------------------------------------------------------------------ */
+
+static void vg_quiet(void)
+{
+#ifdef SHIM_VALGRIND
+    if (RUNNING_ON_VALGRIND) {
+        VALGRIND_CLO_CHANGE("--leak-check=no");
+        VALGRIND_DISABLE_ERROR_REPORTING;
+    }
+#endif
+}
+
+static void vg_loud(void)
+{
+#ifdef SHIM_VALGRIND
+    if (RUNNING_ON_VALGRIND)
+        VALGRIND_ENABLE_ERROR_REPORTING; /* else it warns at exit */
+#endif
+}
+
+static bool under_valgrind(void)
+{
+#ifdef SHIM_VALGRIND
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    return false;
+#endif
+}
+
+/* Exit as the App did: its exit code, or death by its signal. */
+static _Noreturn void finish(const struct shim *s)
+{
+    int st = s->app_status, sig;
+    struct sigaction dfl;
+    sigset_t one;
+
+    vg_loud();
+    if (!s->app_alive && WIFEXITED(st))
+        _exit(WEXITSTATUS(st));
+    sig = !s->app_alive && WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    /* Not dumpable: a mirrored SIGSEGV or SIGABRT writes no core. */
+    kill(getpid(), sig);
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    _exit(128 + sig);
+}
+
+/* ------------------------------------------------------------------ */
+/* Giving back the host's memory                                      */
+/* ------------------------------------------------------------------ */
+
+struct vma {
+    unsigned long lo, hi, inode;
+    const char *perms, *name;
+};
+
+struct drop {
+    unsigned long page;           /* the page size */
+    unsigned long sp;             /* an address on our stack */
+    unsigned long arg_lo, arg_hi; /* the command line */
+    unsigned long prev_hi;        /* end of the last file mapping */
+    bool title_ok;                /* the command line is in rw memory */
+    unsigned long r[128][2];      /* ranges to unmap */
+    size_t nr;
+};
+
+static bool parse_vma(char *line, struct vma *v)
+{
+    const char *p = line;
+    unsigned long off;
+
+    if (!parse_num(&p, 16, &v->lo) || *p++ != '-' ||
+        !parse_num(&p, 16, &v->hi) || *p++ != ' ')
+        return false;
+    v->perms = p;
+    if (strlen(p) < 5 || p[4] != ' ')
+        return false;
+    p += 5;
+    if (!parse_num(&p, 16, &off) || *p++ != ' ')
+        return false;
+    while (*p && *p != ' ') /* device */
+        p++;
+    if (*p++ != ' ' || !parse_num(&p, 10, &v->inode))
+        return false;
+    while (*p == ' ')
+        p++;
+    v->name = p;
+    return true;
+}
+
+static void drop_one(struct drop *d, const struct vma *v)
+{
+    unsigned long keep = d->arg_lo & ~(d->page - 1); /* command line */
+    bool rw_private = v->perms[0] == 'r' && v->perms[1] == 'w' &&
+                      v->perms[3] == 'p';
+    bool anon = v->inode == 0 &&
+                (!v->name[0] || strcmp(v->name, "[heap]") == 0 ||
+                 strcmp(v->name, "[stack]") == 0 ||
+                 strncmp(v->name, "[anon:", 6) == 0);
+    unsigned long lo = v->lo, hi = v->hi;
+    bool after_file = v->lo == d->prev_hi; /* a .bss */
+
+    d->prev_hi = v->inode != 0 ? v->hi : 0;
+    if (rw_private && d->arg_lo >= v->lo && d->arg_hi <= v->hi &&
+        d->arg_hi > d->arg_lo)
+        d->title_ok = true;
+    /* The top of the main thread's stack holds the command line and the
+     * environment (/proc/<pid>/cmdline, environ): never unmapped, in
+     * this pass or a later one, when it may no longer be "[stack]". */
+    if (d->arg_hi > d->arg_lo && hi > keep && lo < d->arg_hi)
+        hi = keep;
+    if (!rw_private || !anon || after_file || hi <= lo ||
+        (d->sp >= lo && d->sp < hi) || d->nr == sizeof d->r / sizeof d->r[0])
+        return;
+    d->r[d->nr][0] = lo;
+    d->r[d->nr][1] = hi;
+    d->nr++;
+}
+
+/* Read /proc/self/maps, feeding drop_one every mapping. */
+static bool maps_scan(struct drop *d)
+{
+    char buf[8192];
+    size_t len = 0;
+    bool skip = false;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return false;
+    d->prev_hi = 0;
+    d->nr = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        size_t start = 0;
+        char *nl;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        while ((nl = memchr(buf + start, '\n', len - start)) != NULL) {
+            struct vma v;
+            *nl = '\0';
+            if (!skip && parse_vma(buf + start, &v))
+                drop_one(d, &v);
+            skip = false;
+            start = (size_t)(nl - buf) + 1;
+        }
+        memmove(buf, buf + start, len - start);
+        len -= start;
+        if (len == sizeof buf - 1) { /* a line longer than buf: drop it */
+            skip = true;
+            len = 0;
+        }
+    }
+    close(fd);
+    return true;
+}
+
+/* The command-line range from /proc/self/stat (fields 48 and 49). */
+static bool arg_range(unsigned long *lo, unsigned long *hi)
+{
+    char buf[1024];
+    const char *p = read_stat(0, buf, sizeof buf);
+    int field = 3; /* p starts at field 3, the state */
+    unsigned long v;
+
+    for (; p && *p; p++) {
+        if (*p != ' ')
+            continue;
+        field++;
+        if (field == 48 || field == 49) {
+            const char *q = p + 1;
+            if (!parse_num(&q, 10, &v))
+                return false;
+            if (field == 48)
+                *lo = v;
+            else {
+                *hi = v;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void prepare(struct drop *d, unsigned long page)
+{
+    memset(d, 0, sizeof *d);
+    d->page = page;
+    if (!arg_range(&d->arg_lo, &d->arg_hi))
+        d->arg_lo = d->arg_hi = 0;
+}
+
+/* argv becomes "aur-contain" "<package>" (ps, /proc/<pid>/cmdline), the
+ * thread name "aur-contain". */
+static void set_title(const char *title, unsigned long page)
+{
+    struct drop d;
+
+    prctl(PR_SET_NAME, "aur-contain");
+    prepare(&d, page);
+    d.sp = 0;
+    if (maps_scan(&d) && d.title_ok) {
+        char *a = (char *)d.arg_lo;
+        size_t room = d.arg_hi - d.arg_lo, n = 0;
+        static const char head[] = "aur-contain";
+        for (size_t i = 0; i < sizeof head && n < room; i++)
+            a[n++] = head[i]; /* with its NUL */
+        for (size_t i = 0; title[i] && n < room; i++)
+            a[n++] = title[i];
+        memset(a + n, 0, room - n);
+        a[room - 1] = '\0';
+    }
+}
+
+static void drop_memory(unsigned long page)
+{
+    struct drop d;
+    char here = 0;
+
+    prepare(&d, page);
+    d.sp = (unsigned long)&here;
+    /* A few passes: munmap while reading maps would skip lines. */
+    for (int pass = 0; pass < 8 && maps_scan(&d) && d.nr > 0; pass++)
+        for (size_t i = 0; i < d.nr; i++)
+            munmap((void *)d.r[i][0], d.r[i][1] - d.r[i][0]);
+}
+
+/* ------------------------------------------------------------------ */
+/* The App, between the shim's fork and exec                          */
+/* ------------------------------------------------------------------ */
+
+static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim)
+{
+    sigset_t none;
+
+    /* Tied to the shim, which is single-threaded: it dies with it. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        goto fail;
+    if (getppid() != shim)
+        _exit(127);
+    if (setpgid(0, 0) != 0)
+        goto fail;
+    /* Into the App's cgroup before it can fork anything. */
+    if (a->cg_procs >= 0 && write(FD_CGPROCS, "0", 1) != 1 &&
+        a->cg_required)
+        goto fail;
+    close_from(FD_LIFE); /* keeps 0..2 and FD_STATUS, closed by exec */
+    if (a->cwd && chdir(a->cwd) != 0)
+        goto fail;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(a->path, a->argv, a->envp);
+fail:
+    put_errno(FD_STATUS, errno);
+    _exit(127);
+}
+
+/* ------------------------------------------------------------------ */
+/* The shim                                                           */
+/* ------------------------------------------------------------------ */
+
+pid_t stdio_fork(void)
+{
+#ifdef SHIM_SANITIZED
+    return fork();
+#else
+    return _Fork();
+#endif
+}
+
+/* Move the shim's descriptors to their slots and close every other one.
+ * *err_fd follows the status pipe.  0 or an errno. */
+static int place_fds(const int *src, int *err_fd)
+{
+    int hi[FD_NSLOTS];
+
+    for (int i = 0; i < FD_NSLOTS; i++) {
+        hi[i] = -1;
+        if (src[i] >= 0 &&
+            (hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, FD_HIGH)) < 0)
+            return errno;
+    }
+    *err_fd = hi[FD_STATUS];
+    for (int i = 0; i < FD_NSLOTS; i++) {
+        if (hi[i] < 0)
+            close(i);
+        else if (dup3(hi[i], i, i <= STDERR_FILENO ? 0 : O_CLOEXEC) < 0)
+            return errno;
+    }
+    *err_fd = FD_STATUS;
+    close_from(FD_NSLOTS);
+    return 0;
+}
+
+_Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
+{
+    struct sigaction dfl;
+    struct shim s;
+    sigset_t all, sigs;
+    int err_fd = a->fd_status, sfd, e;
+
+    vg_quiet();
+    /* The host may have handlers and ignores SIGPIPE: everything back to
+     * its default (inherited by the App), everything blocked here. */
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
+        goto fail;
+    /* The host may have died before prctl took effect. */
+    if (getppid() != a->host)
+        _exit(127);
+    if (setpgid(0, 0) != 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        goto fail;
+    (void)prctl(PR_SET_DUMPABLE, 0);
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGCHLD);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGQUIT);
+    sigaddset(&sigs, SIGUSR1);
+    sigaddset(&sigs, SIGUSR2);
+    sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0)
+        goto fail;
+    {
+        const int src[FD_NSLOTS] = {a->fd_in,   a->fd_out,   a->fd_err,
+                                    a->fd_status, a->fd_life, sfd,
+                                    a->cg_procs, a->cg_kill,  a->cg_events,
+                                    a->cg_dir};
+        e = place_fds(src, &err_fd);
+        if (e != 0) {
+            errno = e;
+            goto fail;
+        }
+    }
+    {
+        /* Named before the App runs, so whoever sees the App sees it. */
+        char title[sizeof a->title];
+        memcpy(title, a->title, sizeof title);
+        title[sizeof title - 1] = '\0';
+        set_title(title, a->page);
+    }
+    memset(&s, 0, sizeof s);
+    s.self = getpid();
+    s.cgroup = a->cg_kill >= 0 && a->cg_events >= 0 && a->cg_dir >= 0;
+    s.life = a->fd_life >= 0;
+    memcpy(s.cg_name, a->cg_name, sizeof s.cg_name);
+    s.cg_name[sizeof s.cg_name - 1] = '\0';
+    s.app = stdio_fork();
+    if (s.app < 0)
+        goto fail;
+    if (s.app == 0)
+        app_main(a, s.self);
+    s.app_alive = true;
+    /* Both sides set the group, so a signal to it can never miss. */
+    setpgid(s.app, s.app);
+    for (int fd = 0; fd <= FD_STATUS; fd++)
+        close(fd);
+    close(FD_CGPROCS);
+
+    /* From here on, a's pointers (the host's heap) are off limits. */
+    if (a->drop_memory && !under_valgrind())
+        drop_memory(a->page);
+
+    for (;;) {
+        struct pollfd p[2] = {{.fd = FD_SIG, .events = POLLIN},
+                              {.fd = FD_LIFE, .events = POLLIN}};
+        int what = 0;
+
+        if (poll(p, s.life ? 2 : 1, -1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents)
+            what = drain_signals();
+        if (s.life && p[1].revents) {
+            char b[64];
+            ssize_t n = read(FD_LIFE, b, sizeof b);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                what |= W_KILL; /* every copy of the host's end closed */
+        }
+        reap(&s);
+        if ((what & W_KILL) || !s.app_alive)
+            break;
+        if (what & W_TERM)
+            relay(&s, SIGTERM);
+    }
+    kill_all(&s);
+    finish(&s);
+fail:
+    put_errno(err_fd, errno);
+    _exit(127);
+}

@@ -260,6 +260,12 @@ static const struct budget_key {
      offsetof(struct aur__budgets, desc_bytes)},
     {"max_result_bytes", 1, 1073741824, 4194304,
      offsetof(struct aur__budgets, result_bytes)},
+    /* With the 16 MiB frame buffer, 160 + 32 MiB keep one App under
+     * 256 MiB of peak RSS whatever it sends (docs/budgets.md). */
+    {"max_app_memory_bytes", 1048576, 68719476736LL, 167772160,
+     offsetof(struct aur__budgets, app_memory)},
+    {"max_queued_bytes", 65536, 68719476736LL, 33554432,
+     offsetof(struct aur__budgets, queued_bytes)},
 };
 
 void aur__budgets_default(struct aur__budgets *b)

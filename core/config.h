@@ -45,6 +45,8 @@ struct aur__budgets {
     int64_t schema_depth; /* max_schema_depth */
     int64_t desc_bytes;   /* max_description_bytes */
     int64_t result_bytes; /* max_result_bytes */
+    int64_t app_memory;   /* max_app_memory_bytes */
+    int64_t queued_bytes; /* max_queued_bytes */
 };
 
 struct aur__app_cfg {

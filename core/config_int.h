@@ -101,7 +101,9 @@ char *aur__path_join(const char *dir, const char *rel);
         {"max_schema_bytes", false, false},                                   \
         {"max_schema_depth", false, false},                                   \
         {"max_description_bytes", false, false},                              \
-        {"max_result_bytes", false, false}
+        {"max_result_bytes", false, false},                                   \
+        {"max_app_memory_bytes", false, false},                               \
+        {"max_queued_bytes", false, false}
 
 /*
  * The budget values (struct aur__budgets, config.c): set *b to the built-in

@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include <json-c/json.h>
+#include <json-c/linkhash.h>
 
 #include "json_int.h"
 #include "jsonx.h"
@@ -42,12 +43,46 @@ struct sbuf {
 struct parser {
     const unsigned char *in; /* borrowed */
     size_t len, pos;
+    size_t mem, max_mem; /* the tree's estimated heap so far, its bound */
+    size_t last_mem;     /* what the scalar parse_scalar made takes */
+    bool compact;        /* shrink containers as they close */
     struct sbuf key; /* the key whose value is being parsed */
     int key_idx; /* or this vocab index (-1: the key is in key) */
     bool key_plain; /* the key had no escapes */
     struct sbuf tmp; /* string values and number text */
     struct aur_error *err;
 };
+
+/*
+ * Memory.  What a json-c 0.16 tree costs on the heap, counted the way
+ * glibc malloc hands out chunks (8 bytes of header, 16-byte steps, 32 at
+ * least).  The sizes are json-c's private structs; a later json-c that
+ * changes them only makes the estimate a little off, never unbounded.
+ */
+#define JC_BASE 40         /* struct json_object */
+#define JC_LH_TABLE 56     /* struct lh_table */
+#define JC_LH_ENTRY 40     /* struct lh_entry */
+#define JC_ARRAY_LIST 32   /* struct array_list */
+#define JC_DEF_ENTRIES 16  /* JSON_OBJECT_DEF_HASH_ENTRIES */
+#define JC_DEF_SLOTS 32    /* ARRAY_LIST_DEFAULT_SIZE */
+/* Inputs at least this long get their containers shrunk to fit as they
+ * close: json-c gives every object a 16-entry table (784 bytes of heap
+ * for "{}" in all, 176 once shrunk) and every array 32 slots, the main
+ * reason a tools/list page took 20 to 80 times its bytes.  Smaller
+ * messages are transient and skip the extra allocation. */
+#define COMPACT_MIN_LEN 4096
+
+static size_t chunk(size_t n)
+{
+    n = (n + 8 + 15) & ~(size_t)15;
+    return n < 32 ? 32 : n;
+}
+
+/* What the scalars the parser makes take (json_object_string keeps its
+ * bytes inline). */
+#define STRING_MEM(len) chunk(JC_BASE + 8 + (size_t)(len) + 8)
+#define INT_MEM chunk(JC_BASE + 16)
+#define BOOL_MEM chunk(JC_BASE + 8)
 
 static int fail_at(struct parser *ps, size_t at, const char *what)
 {
@@ -422,6 +457,7 @@ static int parse_number(struct parser *ps, struct json_object **out)
             v = v * 10 + (in[i] - '0');
         ps->pos = p;
         *out = json_object_new_int64(neg ? -v : v);
+        ps->last_mem = INT_MEM;
         return *out ? AUR_OK : no_memory(ps);
     }
     ps->tmp.len = 0;
@@ -430,6 +466,7 @@ static int parse_number(struct parser *ps, struct json_object **out)
     ps->pos = p;
     *out = integer ? make_integer(ps, neg)
                    : json_object_new_double(aur__json_strtod(ps->tmp.b));
+    ps->last_mem = *out ? aur__json_mem(*out) : 0;
     return *out ? AUR_OK : no_memory(ps);
 }
 
@@ -443,8 +480,10 @@ static int parse_literal(struct parser *ps, const char *word,
     ps->pos += n;
     if (word[0] == 'n') {
         *out = NULL;
+        ps->last_mem = 0;
         return AUR_OK;
     }
+    ps->last_mem = BOOL_MEM;
     *out = json_object_new_boolean(word[0] == 't');
     return *out ? AUR_OK : no_memory(ps);
 }
@@ -462,6 +501,7 @@ static int parse_scalar(struct parser *ps, struct json_object **out)
             /* Nothing to decode: no scratch copy. */
             *out = json_object_new_string_len(
                 (const char *)ps->in + ps->pos + 1, (int)(end - ps->pos - 1));
+            ps->last_mem = STRING_MEM(end - ps->pos - 1);
             ps->pos = end + 1;
             return *out ? AUR_OK : no_memory(ps);
         }
@@ -470,6 +510,7 @@ static int parse_scalar(struct parser *ps, struct json_object **out)
         if (ps->tmp.len > INT_MAX)
             return fail_at(ps, ps->pos, "string too long");
         *out = json_object_new_string_len(ps->tmp.b, (int)ps->tmp.len);
+        ps->last_mem = STRING_MEM(ps->tmp.len);
         return *out ? AUR_OK : no_memory(ps);
     }
     if (c == '-' || is_digit(c))
@@ -521,6 +562,111 @@ static int parse_key(struct parser *ps)
     return AUR_OK;
 }
 
+/* The smallest table json-c fills with count keys without growing it
+ * (it grows before an insert that finds count >= size * LH_LOAD_FACTOR).
+ * A full table is fine to read: a lookup probes at most size slots. */
+static int fit_entries(int count)
+{
+    int n = count > 0 ? count : 1;
+    while (count - 1 >= n * LH_LOAD_FACTOR)
+        n++;
+    return n;
+}
+
+size_t aur__json_mem(struct json_object *v)
+{
+    size_t m = 0;
+
+    switch (json_object_get_type(v)) {
+    case json_type_null:
+        return 0;
+    case json_type_boolean:
+    case json_type_double:
+        m = chunk(JC_BASE + 8);
+        if (json_object_get_userdata(v))
+            m += chunk(strlen(json_object_get_userdata(v)) + 1);
+        return m;
+    case json_type_int:
+        return INT_MEM;
+    case json_type_string:
+        return STRING_MEM(json_object_get_string_len(v));
+    case json_type_array: {
+        struct array_list *al = json_object_get_array(v);
+        size_t n = json_object_array_length(v);
+        m = chunk(JC_BASE + 8) + chunk(JC_ARRAY_LIST) +
+            chunk((al ? al->size : n) * sizeof(void *));
+        for (size_t i = 0; i < n; i++)
+            m += aur__json_mem(json_object_array_get_idx(v, i));
+        return m;
+    }
+    case json_type_object: {
+        struct lh_table *t = json_object_get_object(v);
+        struct lh_entry *e;
+        m = chunk(JC_BASE + 8) + chunk(JC_LH_TABLE) +
+            chunk((size_t)t->size * JC_LH_ENTRY);
+        for (e = lh_table_head(t); e; e = lh_entry_next(e)) {
+            if (!e->k_is_constant)
+                m += chunk(strlen(lh_entry_k(e)) + 1);
+            m += aur__json_mem((struct json_object *)lh_entry_v(e));
+        }
+        return m;
+    }
+    }
+    return m;
+}
+
+/* Charge n bytes of the tree being built; over max_mem is an error. */
+static int charge(struct parser *ps, size_t n)
+{
+    ps->mem += n;
+    if (ps->max_mem && ps->mem > ps->max_mem)
+        return aur_fail(ps->err, AUR_E_LIMIT, 0,
+                        "JSON value of %zu bytes needs more than %zu bytes "
+                        "of memory (stopped at byte %zu)",
+                        ps->len, ps->max_mem, ps->pos);
+    return AUR_OK;
+}
+
+/* An open container: its full default table or slots, plus an upper
+ * bound on growth per member (charged in attach) until it closes. */
+#define OPEN_OBJECT_MEM                                                       \
+    (chunk(JC_BASE + 8) + chunk(JC_LH_TABLE) +                                \
+     chunk(JC_DEF_ENTRIES * JC_LH_ENTRY))
+#define OPEN_ARRAY_MEM                                                        \
+    (chunk(JC_BASE + 8) + chunk(JC_ARRAY_LIST) +                              \
+     chunk(JC_DEF_SLOTS * sizeof(void *)))
+/* A table never holds more than 2 / LH_LOAD_FACTOR (about 3) entries
+ * per key, an array list twice its length. */
+#define GROW_PER_KEY (3 * JC_LH_ENTRY)
+#define GROW_PER_ITEM (2 * sizeof(void *))
+
+/* A container closes: shrink it to fit (compact) and replace its open
+ * charges by what it really holds. */
+static void close_container(struct parser *ps, struct json_object *v)
+{
+    /* lh_table_resize is declared in json-c's public linkhash.h (0.13 to
+     * 0.18) but versioned JSONC_PRIVATE in the library: no other way
+     * exists to give an object a smaller table. */
+    if (json_object_is_type(v, json_type_object)) {
+        struct lh_table *t = json_object_get_object(v);
+        int count = t->count, fit = fit_entries(count);
+        size_t open = chunk(JC_DEF_ENTRIES * JC_LH_ENTRY) +
+                      (size_t)count * GROW_PER_KEY;
+        if (ps->compact && fit < t->size)
+            (void)lh_table_resize(t, fit); /* no memory: keep it as is */
+        ps->mem -= open;
+        ps->mem += chunk((size_t)t->size * JC_LH_ENTRY);
+    } else {
+        size_t n = json_object_array_length(v);
+        struct array_list *al = json_object_get_array(v);
+        size_t open = chunk(JC_DEF_SLOTS * sizeof(void *)) + n * GROW_PER_ITEM;
+        if (ps->compact && al && al->size > (n ? n : 1))
+            (void)json_object_array_shrink(v, 0);
+        ps->mem -= open;
+        ps->mem += chunk((al ? al->size : n) * sizeof(void *));
+    }
+}
+
 /*
  * Which keys an open object already has, so json-c need not look a key up
  * before adding it: one bit per vocab key, and whether any key came with
@@ -543,6 +689,14 @@ static int attach(struct parser *ps, struct json_object *parent,
     if (json_object_is_type(parent, json_type_object)) {
         unsigned flags = 0;
 
+        if (charge(ps, GROW_PER_KEY + (ps->key_idx >= 0
+                                           ? 0
+                                           : chunk(ps->key.len + 1))) !=
+            AUR_OK) {
+            json_object_put(v);
+            return AUR_E_LIMIT;
+        }
+
         if (ps->key_idx >= 0) {
             uint64_t bit = 1ull << (ps->key_idx % 64);
             uint64_t *w = seen ? &seen->bits[ps->key_idx / 64] : NULL;
@@ -559,8 +713,13 @@ static int attach(struct parser *ps, struct json_object *parent,
                 seen->escaped = true;
             r = json_object_object_add(parent, ps->key.b, v);
         }
-    } else
+    } else {
+        if (charge(ps, GROW_PER_ITEM) != AUR_OK) {
+            json_object_put(v);
+            return AUR_E_LIMIT;
+        }
         r = json_object_array_add(parent, v);
+    }
     if (r != 0) {
         json_object_put(v);
         return no_memory(ps);
@@ -571,8 +730,17 @@ static int attach(struct parser *ps, struct json_object *parent,
 int aur__json_parse(const char *buf, size_t len, int max_depth,
                     struct json_object **out, struct aur_error *err)
 {
+    return aur__json_parse_mem(buf, len, max_depth, AUR__JSON_MAX_MEM, out,
+                               NULL, err);
+}
+
+int aur__json_parse_mem(const char *buf, size_t len, int max_depth,
+                        size_t max_mem, struct json_object **out,
+                        size_t *mem, struct aur_error *err)
+{
     struct parser ps = {.in = (const unsigned char *)buf, .len = len,
-                        .err = err};
+                        .err = err, .max_mem = max_mem,
+                        .compact = len >= COMPACT_MIN_LEN};
     /* Most messages nest a few levels: the stack starts on the C stack. */
     struct json_object *local[32];
     struct seen seen[AUR__ARRAY_LEN(local)]; /* for the first 32 levels */
@@ -625,7 +793,15 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
                 goto out;
             }
             ps.pos++;
+            if ((rc = charge(&ps, c == '{' ? OPEN_OBJECT_MEM
+                                           : OPEN_ARRAY_MEM)) != AUR_OK) {
+                json_object_put(v);
+                goto out;
+            }
         } else if ((rc = parse_scalar(&ps, &v)) != AUR_OK) {
+            goto out;
+        } else if ((rc = charge(&ps, ps.last_mem)) != AUR_OK) {
+            json_object_put(v);
             goto out;
         }
         if (depth == 0) {
@@ -643,6 +819,7 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
             skip_ws(&ps);
             if (ps.pos < ps.len && ps.in[ps.pos] == (c == '{' ? '}' : ']')) {
                 ps.pos++;
+                close_container(&ps, v);
                 depth--;
             } else if (c == '{') {
                 if ((rc = parse_key(&ps)) != AUR_OK)
@@ -675,6 +852,7 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
                 goto out;
             }
             ps.pos++;
+            close_container(&ps, stack[depth - 1]);
             depth--;
         }
         if (depth == 0)
@@ -687,6 +865,8 @@ int aur__json_parse(const char *buf, size_t len, int max_depth,
     }
     *out = root;
     root = NULL;
+    if (mem)
+        *mem = ps.mem;
 out:
     json_object_put(root);
     if (stack != local)

@@ -21,9 +21,16 @@ struct json_object;
 /* Bound on nesting of every inbound message. */
 #define AUR__JSON_MAX_DEPTH 128
 
+/* Bound on the memory of any tree aur__json_parse builds (as
+ * aur__json_mem counts it): what a parse without a bound of its own
+ * (a plugin's json_parse, serve's requests, stored journal data) may
+ * take.  The default of max_app_memory_bytes. */
+#define AUR__JSON_MAX_MEM ((size_t)160 << 20)
+
 /*
  * Parse exactly one RFC 8259 JSON value from buf[0..len) (surrounding
- * whitespace allowed, nothing else).  Strict: no comments, no trailing
+ * whitespace allowed, nothing else), into a tree of at most
+ * AUR__JSON_MAX_MEM bytes (aur__json_parse_mem, below).  Strict: no comments, no trailing
  * commas, no NaN, valid UTF-8 only, \u escapes with proper surrogate
  * pairs (a lone surrogate is an error), nesting depth <= max_depth
  * (containers: [[1]] is depth 2).
@@ -32,6 +39,23 @@ struct json_object;
  */
 int aur__json_parse(const char *buf, size_t len, int max_depth,
                     struct json_object **out, struct aur_error *err);
+
+/*
+ * aur__json_parse with a memory bound: max_mem (0 = none) bounds the heap
+ * the tree may take, as aur__json_mem counts it, and is checked while the
+ * tree grows, so a value over it costs no more than max_mem before it is
+ * refused (AUR_E_LIMIT, "needs more than N bytes of memory").  *mem
+ * (optional) is set on AUR_OK to what the tree takes.  Inputs of 4 KiB
+ * or more get every container shrunk to fit as it closes (json-c's
+ * defaults: 16 table entries per object, 32 slots per array).
+ */
+int aur__json_parse_mem(const char *buf, size_t len, int max_depth,
+                        size_t max_mem, struct json_object **out,
+                        size_t *mem, struct aur_error *err);
+
+/* The heap a json-c tree takes (its objects, tables, slots, strings and
+ * keys, in glibc malloc chunks): an estimate, close for json-c 0.16. */
+size_t aur__json_mem(struct json_object *v);
 
 /* Decimal text of a JSON integer of any size (int64, uint64 or a kept big
  * integer) into buf; AUR_E_INVAL if v is not an integer. */

@@ -430,6 +430,12 @@ static const struct cfg_row cfg_rows[] = {
     {true, "max_schema_depth", "129"},
     {true, "max_description_bytes", "0"},
     {true, "max_result_bytes", "0"},
+    {false, "max_app_memory_bytes", "1048575"},
+    {false, "max_app_memory_bytes", "68719476737"},
+    {false, "max_queued_bytes", "65535"},
+    {false, "max_queued_bytes", "68719476737"},
+    {true, "max_app_memory_bytes", "0"},
+    {true, "max_queued_bytes", "1e9"},
 };
 
 START_TEST(config_out_of_range_names_file_line_key)
@@ -460,12 +466,14 @@ START_TEST(config_range_ends_accepted)
     static const char *const lo =
         "max_notifications_per_second = 1\nnotification_burst = 1\n"
         "max_schema_bytes = 16\nmax_schema_depth = 1\n"
-        "max_description_bytes = 1\nmax_result_bytes = 1\n";
+        "max_description_bytes = 1\nmax_result_bytes = 1\n"
+        "max_app_memory_bytes = 1048576\nmax_queued_bytes = 65536\n";
     static const char *const hi_app =
         "max_notifications_per_second = 1000000\n"
         "notification_burst = 100000000\n"
         "max_schema_bytes = 1073741824\nmax_schema_depth = 128\n"
-        "max_description_bytes = 1073741824\nmax_result_bytes = 1073741824";
+        "max_description_bytes = 1073741824\nmax_result_bytes = 1073741824\n"
+        "max_app_memory_bytes = 68719476736\nmax_queued_bytes = 68719476736";
     struct aur_startup_error serr;
     struct aur_error err;
     struct aur_mcp *h = NULL;

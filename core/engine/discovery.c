@@ -99,6 +99,33 @@ void aur__tool_free(struct aur__tool *t)
     free(t);
 }
 
+/*
+ * What the host keeps for a tool, charged to the App's max_app_memory_bytes
+ * account (rpc.h) for as long as the tool lives: its schema tree (its
+ * own subtree of the page it came in) and its strings.  The scopes are
+ * the App's shared defaults or an extension's (small).
+ */
+static size_t chunk(size_t n)
+{
+    n = (n + 8 + 15) & ~(size_t)15;
+    return n < 32 ? 32 : n;
+}
+
+static size_t tool_mem(const struct aur__tool *t)
+{
+    return chunk(sizeof *t) + aur__json_mem(t->schema) +
+           chunk(strlen(t->id) + 1) + chunk(strlen(t->raw_name) + 1) +
+           chunk(t->description_len + 1);
+}
+
+static int64_t tools_mem(struct aur__app *app, size_t from)
+{
+    int64_t m = 0;
+    for (size_t i = from; i < app->ntools; i++)
+        m += (int64_t)tool_mem(app->tools[i]);
+    return m;
+}
+
 static void free_tools(struct aur__app *app)
 {
     for (size_t i = 0; i < app->ntools; i++)
@@ -355,6 +382,14 @@ static bool cursors_seen_add(struct cursors *c, const char *s, size_t n)
     return false;
 }
 
+/* The tools of an earlier pass go, and their charge with them (what
+ * tools_mem says of a tool does not change while it lives). */
+static void drop_tools(struct aur__app *app)
+{
+    aur__rpc_mem_adjust(app->rpc, -tools_mem(app, 0));
+    free_tools(app);
+}
+
 /* One full pass over every page.  *stale = a change arrived meanwhile;
  * *began = the change count the pass began with. */
 static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
@@ -363,11 +398,13 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
     struct cursors seen = {0};
     struct name_set names = {0};
     struct json_object *defaults = default_scopes(app->cfg->package);
-    struct json_object *cursor = NULL; /* the next page's, a copy */
+    /* Only the cursor in use is kept whole (a copy: the page it came in
+     * is freed before the next request); earlier ones only as hashes. */
+    struct json_object *cursor = NULL;
     int64_t before = changes_now(app);
     int pages = 0, rc = AUR_OK;
 
-    free_tools(app);
+    drop_tools(app);
     if (!defaults)
         rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     while (rc == AUR_OK) {
@@ -384,15 +421,25 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
             json_object_object_add(params, "cursor", cursor);
         cursor = NULL;
         AUR_PERTURB("discovery.page");
+        /* The page stays charged to the App's memory account while its
+         * tools are bound, so what the server sends meanwhile is bounded
+         * by what is left. */
+        aur__rpc_keep_reply = true;
+        aur__rpc_kept_reply = 0;
         rc = aur__app_call(app, "tools/list", params, NULL, dl, &res, NULL,
                            err);
+        aur__rpc_keep_reply = false;
+        int64_t page_mem = aur__rpc_kept_reply;
+        size_t first = app->ntools;
         if (rc != AUR_OK) {
             json_object_put(res);
+            aur__rpc_mem_adjust(app->rpc, -page_mem);
             break;
         }
         if (!json_object_object_get_ex(res, "tools", &tools) ||
             !json_object_is_type(tools, json_type_array)) {
             json_object_put(res);
+            aur__rpc_mem_adjust(app->rpc, -page_mem);
             rc = aur_fail(err, AUR_E_PROTOCOL, 0,
                           "tools/list result has no tools array");
             break;
@@ -416,9 +463,17 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
                 cursor = json_object_new_string_len(cs, (int)cl);
             }
         }
+        /* What the tools keep (their schema subtrees of the page, their
+         * strings) is charged before the page is released, so nothing
+         * is ever uncounted; for a moment the schemas count twice. */
+        int64_t kept = tools_mem(app, first);
+        aur__rpc_mem_adjust(app->rpc, kept);
         json_object_put(res);
-        aur__log(AUR_LOG_DEBUG, app->tag, "tools/list page %d: %zu tools%s",
-                 pages, n, cursor ? ", more" : "");
+        aur__rpc_mem_adjust(app->rpc, -page_mem);
+        aur__log(AUR_LOG_DEBUG, app->tag,
+                 "tools/list page %d: %zu tools, %lld bytes kept of %lld%s",
+                 pages, n, (long long)kept, (long long)page_mem,
+                 cursor ? ", more" : "");
         if (rc != AUR_OK || !cursor)
             break;
         if (changes_now(app) != before)
@@ -456,7 +511,7 @@ int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
         aur__log(AUR_LOG_INFO, app->tag,
                  "tool catalog changed during startup; paging again");
     }
-    free_tools(app);
+    drop_tools(app);
     return aur_fail(err, AUR_E_CHANGED, 0,
                     "the tool catalog changed during startup %d times; no "
                     "clean pass",

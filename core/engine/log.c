@@ -16,6 +16,42 @@ static FILE *log_file;
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
+/*
+ * Rate limit (docs/budgets.md, "Log volume"): a token bucket of bytes of
+ * log output per tag and log statement (the tag is "app <package>" for
+ * the core's lines about an App, the plugin's name for a plugin's; the
+ * statement is the format string), so a server that makes the host log
+ * the same thing over and over (a malformed frame, a refused response,
+ * an event dropped, a stderr line) cannot turn a little input into a lot
+ * of log, and the flood does not hide the App's other lines.  A line is
+ * written while its bucket holds tokens and costs its length (it may go
+ * into debt); an empty bucket closes until a second's worth of tokens is
+ * back, and drops lines uncounted but for their number, before they are
+ * even formatted.  Summaries ("app org.x: suppressed N log lines like
+ * "<format>"") go out when a line of the same bucket passes again, and
+ * with any other line that passes at least a second after the last
+ * sweep, so at most one per bucket a second.  ERROR lines always pass.
+ * The table is indexed by a hash of (tag, format); two keys that share a
+ * slot share its budget.  Guarded by log_mu.
+ */
+#define LOG_BUCKETS 256
+#define LOG_BURST_BYTES (256 * 1024)
+#define LOG_RATE_BYTES (16 * 1024) /* per second */
+
+struct log_bucket {
+    bool started;
+    bool closed; /* emptied: closed until a second's worth is in */
+    int64_t tokens;
+    int64_t at_ms;       /* last refill */
+    uint64_t suppressed; /* lines dropped since the last summary */
+    char tag[96];        /* of the first of them */
+    const char *fmt;     /* ditto (a literal of the caller's) */
+};
+
+static struct log_bucket buckets[LOG_BUCKETS];
+static size_t pending;  /* buckets with suppressed lines */
+static int64_t swept_ms; /* the last sweep of their summaries */
+
 int aur__log_setup(int level, const char *path, struct aur_error *err)
 {
     FILE *f = NULL;
@@ -44,9 +80,12 @@ int aur__log_setup(int level, const char *path, struct aur_error *err)
     return AUR_OK;
 }
 
+static void flush_summaries_locked(void);
+
 void aur__log_teardown(void)
 {
     pthread_mutex_lock(&log_mu);
+    flush_summaries_locked();
     if (log_file)
         fclose(log_file);
     log_file = NULL;
@@ -93,9 +132,69 @@ static void escape_controls(const char *in, char *out, size_t size)
     out[o] = '\0';
 }
 
+/* Write one finished line; log_mu held. */
+static void emit_locked(const char *out)
+{
+    fprintf(stderr, "%s\n", out);
+    if (log_file)
+        fprintf(log_file, "%s\n", out);
+}
+
+/* The summary of b's dropped lines, if any; log_mu held. */
+static void summary_locked(struct log_bucket *b)
+{
+    char ts[40], line[400], out[1600];
+
+    if (!b->suppressed)
+        return;
+    aur__utc_now(ts, sizeof ts);
+    snprintf(line, sizeof line,
+             "%s WARN %s: suppressed %llu log lines like \"%.80s\" (log rate "
+             "limit: %d bytes at once, %d bytes per second)",
+             ts, b->tag, (unsigned long long)b->suppressed,
+             b->fmt ? b->fmt : "", LOG_BURST_BYTES, LOG_RATE_BYTES);
+    escape_controls(line, out, sizeof out);
+    emit_locked(out);
+    b->suppressed = 0;
+    pending--;
+}
+
+static void flush_summaries_locked(void)
+{
+    for (size_t i = 0; i < LOG_BUCKETS && pending; i++)
+        summary_locked(&buckets[i]);
+}
+
+/* The bucket of (tag, fmt), refilled; log_mu held. */
+static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
+                                        int64_t now)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)fmt;
+    struct log_bucket *b;
+
+    for (const char *p = tag ? tag : ""; *p; p++) /* FNV-1a */
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h ^= h >> 29;
+    b = &buckets[h % LOG_BUCKETS];
+    if (!b->started) {
+        b->started = true;
+        b->tokens = LOG_BURST_BYTES;
+        b->at_ms = now;
+    }
+    if (now > b->at_ms) {
+        b->tokens += (now - b->at_ms) * LOG_RATE_BYTES / 1000;
+        if (b->tokens > LOG_BURST_BYTES)
+            b->tokens = LOG_BURST_BYTES;
+        b->at_ms = now;
+    }
+    return b;
+}
+
 void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
 {
     char line[2048], out[4 * 2048], ts[40];
+    struct log_bucket *b = NULL;
+    int64_t now = 0;
     int n;
     if (level > aur__log_level())
         return;
@@ -103,6 +202,27 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
         level = AUR_LOG_ERROR;
     if (level > AUR_LOG_DEBUG)
         level = AUR_LOG_DEBUG;
+    now = aur__now_ms();
+    if (level > AUR_LOG_ERROR) {
+        /* Decided before formatting: a flood costs a lock and a counter
+         * per line, nothing more. */
+        pthread_mutex_lock(&log_mu);
+        b = bucket_locked(tag, fmt, now);
+        /* Once empty, closed until a second of refill is in. */
+        if (b->closed && b->tokens >= LOG_RATE_BYTES)
+            b->closed = false;
+        if (b->tokens <= 0)
+            b->closed = true;
+        bool pass = !b->closed;
+        if (!pass && b->suppressed++ == 0) {
+            pending++;
+            snprintf(b->tag, sizeof b->tag, "%s", tag ? tag : "log");
+            b->fmt = fmt;
+        }
+        pthread_mutex_unlock(&log_mu);
+        if (!pass)
+            return;
+    }
     aur__utc_now(ts, sizeof ts);
     n = snprintf(line, sizeof line, "%s %s %s%s", ts, level_names[level],
                  tag ? tag : "", tag ? ": " : "");
@@ -111,9 +231,15 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     escape_controls(line, out, sizeof out);
     pthread_mutex_lock(&log_mu);
-    fprintf(stderr, "%s\n", out);
-    if (log_file)
-        fprintf(log_file, "%s\n", out);
+    if (b) {
+        summary_locked(b);
+        b->tokens -= (int64_t)strlen(out) + 1;
+    }
+    if (pending && now - swept_ms >= 1000) {
+        swept_ms = now;
+        flush_summaries_locked();
+    }
+    emit_locked(out);
     pthread_mutex_unlock(&log_mu);
 }
 

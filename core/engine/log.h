@@ -3,7 +3,9 @@
  *
  * Never pass environment values, tokens, tool arguments or results, or
  * event data: nothing here redacts for you.  Thread-safe: each line is
- * written whole under one mutex.
+ * written whole under one mutex.  Rate-limited per tag (bytes of output,
+ * with a "suppressed N log lines" summary; ERROR always passes): see
+ * log.c and docs/budgets.md, "Log volume".
  */
 #ifndef AUR_LOG_H
 #define AUR_LOG_H

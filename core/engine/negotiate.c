@@ -408,6 +408,8 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     struct aur__rpc_limits lim = {
         .max_pending = 4096,
         .max_queue = 4096,
+        .max_queue_bytes = (size_t)app->cfg->budgets.queued_bytes,
+        .max_mem = (size_t)app->cfg->budgets.app_memory,
         .notify_rate = app->cfg->budgets.notify_rate,
         .notify_burst = app->cfg->budgets.notify_burst,
     };

@@ -344,6 +344,13 @@ int aur__rpc_wait_text(struct aur__rpc *r, struct aur__pending *p,
     case P_DONE:
         *reply = p->reply;
         p->reply = NULL;
+        /* The waiter has it now: uncharged, unless it asked to keep it
+         * counted (aur__rpc_keep_reply). */
+        if (p->mem && aur__rpc_keep_reply)
+            aur__rpc_kept_reply += (int64_t)p->mem;
+        else if (p->mem)
+            __atomic_sub_fetch(&r->held, (int64_t)p->mem, __ATOMIC_RELAXED);
+        p->mem = 0;
         if (text) {
             *text = p->text;
             *text_len = p->text_len;
@@ -388,6 +395,10 @@ void aur__rpc_abandon(struct aur__rpc *r, struct aur__pending *p, bool cancel)
     pthread_mutex_lock(&r->mu);
     was_waiting = p->state == P_WAITING && !r->closed;
     aur__rpc_table_remove(r, p);
+    /* A reply that came after all: its tree goes with p. */
+    if (p->mem)
+        __atomic_sub_fetch(&r->held, (int64_t)p->mem, __ATOMIC_RELAXED);
+    p->mem = 0;
     pthread_mutex_unlock(&r->mu);
     if (cancel && was_waiting) {
         if (AUR_HAS(r->ops, cancel)) {

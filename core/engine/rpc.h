@@ -75,6 +75,19 @@ struct aur__rpc_limits {
     size_t max_pending;      /* outstanding requests at once */
     size_t max_queue;        /* queued notifications before the reader
                                 waits (backpressure), then drops */
+    /* The same bound in bytes: the memory of the queued messages (as
+     * aur__json_mem counts their trees).  A message bigger than the whole
+     * budget still enters an empty queue.  0 = none. */
+    size_t max_queue_bytes;
+    /*
+     * The memory the connection's parsed messages may hold outside the
+     * queue (max_app_memory_bytes): a message while it is parsed, a
+     * response until its waiter takes it, and what the owner charges
+     * with aur__rpc_mem_adjust (the catalog).  A message that would take
+     * more than what is left is refused while it is parsed (a response
+     * ends its request with AUR_E_LIMIT naming the key).  0 = none.
+     */
+    size_t max_mem;
     /*
      * Server-initiated messages (notifications and requests), counted at
      * intake on the transport's thread: a token bucket of notify_burst
@@ -198,8 +211,29 @@ struct aur__rpc_stats {
     uint64_t dropped_frames;   /* responses nobody waited for, bad shapes */
     uint64_t dropped_notifications; /* server messages shed, queue full */
     bool faulty;               /* the notification budget was exceeded */
+    uint64_t refused_memory;   /* messages refused for max_mem */
+    size_t queue_bytes_peak;   /* the most the queue held, in bytes */
+    int64_t held_peak;         /* the most charged outside the queue */
 };
 void aur__rpc_get_stats(struct aur__rpc *r, struct aur__rpc_stats *s);
+
+/*
+ * The memory account of max_mem (aur__rpc_limits).  The owner charges
+ * what it keeps of the messages (delta > 0: the catalog, a page while its
+ * tools are bound) and releases it (delta < 0).  Never fails: what is
+ * charged only lowers what later messages may take.  Any thread.
+ */
+void aur__rpc_mem_adjust(struct aur__rpc *r, int64_t delta);
+
+/*
+ * For the calling thread only: while aur__rpc_keep_reply is true, the
+ * response aur__rpc_wait / _wait_text hands over stays charged, and its
+ * charge is added to aur__rpc_kept_reply (the caller releases it with
+ * aur__rpc_mem_adjust once the tree is gone).  Lets a caller that keeps
+ * a big reply for a while (a tools/list page) keep it counted.
+ */
+extern _Thread_local bool aur__rpc_keep_reply;
+extern _Thread_local int64_t aur__rpc_kept_reply;
 
 /*
  * call_reply.c: the reply to a tools/call read straight from its text,

@@ -40,6 +40,7 @@ struct aur__pending {
     size_t text_len;
     bool text_ok; /* the waiter takes a reply as text */
     enum aur__pstate state;
+    size_t mem; /* reply's charge on r->held until the waiter takes it */
     struct aur__rpc_end end; /* P_ENDED, and http_status of a P_DONE
                                 reply that came with a non-2xx status */
     bool in_table;
@@ -53,6 +54,7 @@ struct aur__pending {
 
 struct aur__qitem {
     struct json_object *msg; /* NULL: the connection closed, or an end */
+    size_t mem; /* msg's memory, counted in r->qbytes */
     unsigned gen;
     unsigned stamp; /* what handlers.ordered said when it arrived */
     bool has_err;
@@ -93,6 +95,10 @@ struct aur__rpc {
     pthread_cond_t qspace; /* signalled when the queue has room */
     struct aur__qitem *qhead, *qtail;
     size_t qlen;
+    size_t qbytes; /* memory of the queued items and the one handled */
+    int64_t held;  /* max_mem account: replies not yet taken, owner
+                      charges (aur__rpc_mem_adjust); read without mu by
+                      the reader (atomic) */
     bool stopping;  /* close began: the queue drains, then the thread ends */
     pthread_t thread;
     bool thread_started;
@@ -125,9 +131,10 @@ extern _Thread_local bool aur__rpc_in_send_text;
  * shed it (counted).  first: put it at the head.  Takes r->mu. */
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
                       bool first);
-/* A message item (msg transfer) with its arrival stamp. */
+/* A message item (msg transfer, mem its memory) with its arrival
+ * stamp. */
 void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
-                          unsigned stamp, bool bounded);
+                          size_t mem, unsigned stamp, bool bounded);
 /* The dispatch thread body (arg: r). */
 void *aur__rpc_dispatch_main(void *arg);
 /* Free what is left in the queue (close; no thread left). */

@@ -20,26 +20,40 @@
  * began (what arrives later is stamped as such and handled cheaply). */
 #define DRAIN_MS 2000
 
+/* No room for q: the count bound, or the byte bound (a queue holding
+ * nothing always takes one message, however big).  r->mu held. */
+static bool queue_full(const struct aur__rpc *r, const struct aur__qitem *q)
+{
+    if (r->qlen >= r->lim.max_queue)
+        return true;
+    return r->lim.max_queue_bytes && r->qbytes > 0 &&
+           r->qbytes + q->mem > r->lim.max_queue_bytes;
+}
+
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
                       bool first)
 {
     pthread_mutex_lock(&r->mu);
     /* Backpressure, not loss: a flooding server waits for us (its pipe
      * fills up) until the dispatch thread has caught up; only a
-     * dispatcher stuck for QUEUE_WAIT_MS makes us drop. */
-    if (bounded && r->qlen >= r->lim.max_queue) {
+     * dispatcher stuck for QUEUE_WAIT_MS makes us drop.  Both bounds
+     * wait the same way: max_queue messages, max_queue_bytes of them. */
+    if (bounded && queue_full(r, q)) {
         aur_deadline dl = aur__now_ms() + QUEUE_WAIT_MS;
-        while (r->qlen >= r->lim.max_queue && !r->stopping)
+        while (queue_full(r, q) && !r->stopping)
             if (aur__cond_wait_until(&r->qspace, &r->mu, dl) == ETIMEDOUT)
                 break;
     }
-    if (bounded && r->qlen >= r->lim.max_queue) {
+    if (bounded && queue_full(r, q)) {
+        bool bytes = r->qlen < r->lim.max_queue;
         r->stats.dropped_notifications++;
         uint64_t n = r->stats.dropped_notifications;
         pthread_mutex_unlock(&r->mu);
         if ((n & 1023) == 1)
             aur__log(AUR_LOG_WARN, r->tag,
-                     "notification queue full: dropping server messages");
+                     "notification queue full (%s): dropping server "
+                     "messages",
+                     bytes ? "max_queued_bytes" : "4096 messages");
         json_object_put(q->msg);
         json_object_put(q->end_id);
         free(q);
@@ -60,12 +74,15 @@ void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
         r->qtail = q;
     }
     r->qlen++;
+    r->qbytes += q->mem;
+    if (r->qbytes > r->stats.queue_bytes_peak)
+        r->stats.queue_bytes_peak = r->qbytes;
     pthread_cond_signal(&r->qcv);
     pthread_mutex_unlock(&r->mu);
 }
 
 void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
-                          unsigned stamp, bool bounded)
+                          size_t mem, unsigned stamp, bool bounded)
 {
     struct aur__qitem *q = calloc(1, sizeof *q);
     if (!q) {
@@ -73,6 +90,7 @@ void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
         return;
     }
     q->msg = msg;
+    q->mem = mem;
     q->stamp = stamp;
     aur__rpc_enqueue(r, q, bounded, false);
 }
@@ -136,10 +154,18 @@ void *aur__rpc_dispatch_main(void *arg)
 {
     struct aur__rpc *r = arg;
     aur_deadline drain_dl = AUR_NO_DEADLINE;
+    size_t freed = 0; /* the bytes of the item handled last */
 
     for (;;) {
         struct aur__qitem *q;
         pthread_mutex_lock(&r->mu);
+        /* Its bytes counted until its tree was gone (released here, under
+         * the lock this loop takes anyway). */
+        if (freed) {
+            r->qbytes -= freed;
+            pthread_cond_signal(&r->qspace);
+            freed = 0;
+        }
         while (!r->qhead && !r->stopping)
             pthread_cond_wait(&r->qcv, &r->mu);
         if (r->stopping && drain_dl == AUR_NO_DEADLINE)
@@ -165,6 +191,7 @@ void *aur__rpc_dispatch_main(void *arg)
             handle(r, q);
         json_object_put(q->msg);
         json_object_put(q->end_id);
+        freed = q->mem;
         free(q);
     }
     return NULL;
@@ -180,4 +207,5 @@ void aur__rpc_queue_free(struct aur__rpc *r)
     }
     r->qhead = r->qtail = NULL;
     r->qlen = 0;
+    r->qbytes = 0;
 }

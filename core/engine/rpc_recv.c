@@ -24,6 +24,25 @@
 #define PARK_MS 10000
 
 _Thread_local bool aur__rpc_in_send_text;
+_Thread_local bool aur__rpc_keep_reply;
+_Thread_local int64_t aur__rpc_kept_reply;
+
+/* r->held changes under r->mu; the reader reads it without (atomic). */
+static void held_add(struct aur__rpc *r, int64_t delta)
+{
+    int64_t v = __atomic_add_fetch(&r->held, delta, __ATOMIC_RELAXED);
+    if (v > r->stats.held_peak)
+        r->stats.held_peak = v;
+}
+
+void aur__rpc_mem_adjust(struct aur__rpc *r, int64_t delta)
+{
+    if (!r || !delta)
+        return;
+    pthread_mutex_lock(&r->mu);
+    held_add(r, delta);
+    pthread_mutex_unlock(&r->mu);
+}
 
 static size_t bucket_of(int64_t num, const char *sid)
 {
@@ -211,7 +230,7 @@ static void refuse(struct aur__rpc *r, bool have_key, int64_t num,
 }
 
 static void deliver_response(struct aur__rpc *r, struct json_object *msg,
-                             int64_t num, const char *sid)
+                             size_t mem, int64_t num, const char *sid)
 {
     struct aur__pending *p;
 
@@ -220,11 +239,14 @@ static void deliver_response(struct aur__rpc *r, struct json_object *msg,
     if (p && p->detached) {
         aur__rpc_table_remove(r, p);
         pthread_mutex_unlock(&r->mu);
-        aur__rpc_enqueue_msg(r, msg, 1, false);
+        aur__rpc_enqueue_msg(r, msg, mem, 1, false);
         return;
     }
     if (p) {
+        /* Charged until its waiter takes it (rpc.c). */
         p->reply = msg;
+        p->mem = mem;
+        held_add(r, (int64_t)mem);
         complete(r, p, P_DONE);
         return;
     }
@@ -308,12 +330,12 @@ static bool spend_token(struct aur__rpc *r)
     return false;
 }
 
-/* The sink: every inbound message from the transport, on its thread. */
-static void sink_message(void *ctx, struct json_object *msg)
+/* Every inbound message, parsed; mem its memory (aur__json_mem). */
+static void take_message(struct aur__rpc *r, struct json_object *msg,
+                         size_t mem)
 {
     static const char *const keys[] = {"jsonrpc", "method", "id", "result",
                                        "error"};
-    struct aur__rpc *r = ctx;
     struct json_object *m[5], *method, *id;
     const char *sid = NULL, *why;
     bool has[5], have_key = false;
@@ -362,7 +384,7 @@ static void sink_message(void *ctx, struct json_object *msg)
          * under the queue bound: a server that sends requests and never
          * reads our answers would otherwise grow the queue for ever.
          * One shed after the wait simply gets no answer. */
-        aur__rpc_enqueue_msg(r, msg, stamp, true);
+        aur__rpc_enqueue_msg(r, msg, mem, stamp, true);
         return;
     }
     if (!has[2]) {
@@ -385,11 +407,48 @@ static void sink_message(void *ctx, struct json_object *msg)
         json_object_put(msg);
         return;
     }
-    deliver_response(r, msg, num, sid);
+    deliver_response(r, msg, mem, num, sid);
     return;
 refused:
     refuse(r, have_key, num, sid, why);
     json_object_put(msg);
+}
+
+/* The sink for transports that parse themselves (the host's json_parse,
+ * whose trees are bounded by AUR__JSON_MAX_MEM each): the tree is
+ * measured here, after the fact.  A response that would not fit in what
+ * is left of max_mem is refused as sink_text would have refused it;
+ * server messages count against the queue's byte bound instead. */
+static void sink_message(void *ctx, struct json_object *msg)
+{
+    struct aur__rpc *r = ctx;
+    struct json_object *id = NULL;
+    const char *sid;
+    int64_t num;
+    size_t mem = 0;
+
+    if (r->lim.max_mem || r->lim.max_queue_bytes)
+        mem = aur__json_mem(msg);
+    int64_t held = __atomic_load_n(&r->held, __ATOMIC_RELAXED);
+    if (r->lim.max_mem && (int64_t)mem > (int64_t)r->lim.max_mem - held &&
+        !json_object_object_get_ex(msg, "method", NULL)) {
+        struct aur__rpc_end end = {.ended = true, .code = AUR_E_LIMIT,
+                                   .delivered = true};
+        snprintf(end.msg, sizeof end.msg,
+                 "%.100s: a message that takes %zu bytes of memory is over "
+                 "what is left of max_app_memory_bytes = %zu (%lld bytes "
+                 "held by the catalog and replies)",
+                 r->tag, mem, r->lim.max_mem, (long long)held);
+        pthread_mutex_lock(&r->mu);
+        r->stats.refused_memory++;
+        pthread_mutex_unlock(&r->mu);
+        if (!json_object_object_get_ex(msg, "id", &id) ||
+            !key_of(id, &num, &sid) || !end_request(r, num, sid, &end, NULL))
+            aur__log(AUR_LOG_WARN, r->tag, "dropped a message: %s", end.msg);
+        json_object_put(msg);
+        return;
+    }
+    take_message(r, msg, mem);
 }
 
 int aur__rpc_peek_id(const char *buf, size_t len, int64_t *num, char *sid,
@@ -457,7 +516,7 @@ int aur__rpc_peek_id(const char *buf, size_t len, int64_t *num, char *sid,
  * The sink for text (ABI 1.2).  The reply to a call whose waiter takes
  * text is read without a tree when it has the common shape
  * (call_reply.c); everything else is parsed as host json_parse does and
- * goes through sink_message.  on_response hears a response's integer id
+ * goes through take_message.  on_response hears a response's integer id
  * before its waiter is woken.  A frame that does not parse but names a
  * waiting request ends that request as refused.
  */
@@ -494,20 +553,47 @@ static int sink_text(void *ctx, const char *buf, size_t len,
         pthread_mutex_unlock(&r->mu);
         free(text);
     }
-    rc = aur__json_parse(buf, len, AUR__JSON_MAX_DEPTH, &msg, err);
+    /* max_mem: what is left of the account bounds this tree while it
+     * grows, so an expensive message costs no more before it is refused. */
+    size_t cap = AUR__JSON_MAX_MEM, mem = 0;
+    int64_t held = __atomic_load_n(&r->held, __ATOMIC_RELAXED);
+    if (r->lim.max_mem)
+        cap = held < (int64_t)r->lim.max_mem
+                  ? r->lim.max_mem - (size_t)held
+                  : 1;
+    rc = aur__json_parse_mem(buf, len, AUR__JSON_MAX_DEPTH, cap, &msg, &mem,
+                             err);
     if (rc == AUR_OK && !json_object_is_type(msg, json_type_object))
         rc = aur_fail(err, AUR_E_PROTOCOL, 0, "not a JSON object");
+    if (rc == AUR_E_LIMIT && r->lim.max_mem) {
+        pthread_mutex_lock(&r->mu);
+        r->stats.refused_memory++;
+        pthread_mutex_unlock(&r->mu);
+        aur_fail(err, AUR_E_LIMIT, 0,
+                 "%s: a message of %zu bytes needs more memory than is left "
+                 "of max_app_memory_bytes = %zu (%lld bytes held by the "
+                 "catalog and replies)",
+                 r->tag, len, r->lim.max_mem, (long long)held);
+    }
     if (rc != AUR_OK) {
         json_object_put(msg);
         kind = aur__rpc_peek_id(buf, len, &num, sid, sizeof sid);
         if (kind) {
             struct aur__rpc_end end = {.ended = true, .code = AUR_E_PROTOCOL,
                                        .delivered = true};
-            snprintf(end.msg, sizeof end.msg,
-                     "the server's response was refused: %.160s", err->msg);
+            if (rc == AUR_E_LIMIT) {
+                end.code = AUR_E_LIMIT;
+                snprintf(end.msg, sizeof end.msg, "%s", err->msg);
+            } else {
+                snprintf(end.msg, sizeof end.msg,
+                         "the server's response was refused: %.160s",
+                         err->msg);
+            }
             if (end_request(r, num, kind == 2 ? sid : NULL, &end, NULL))
-                aur__log(AUR_LOG_WARN, r->tag, "an unparsable frame named a "
-                         "waiting request; it ended");
+                aur__log(AUR_LOG_WARN, r->tag, "%s frame named a waiting "
+                         "request; it ended",
+                         rc == AUR_E_LIMIT ? "a refused (max_app_memory_bytes)"
+                                           : "an unparsable");
         }
         return rc;
     }
@@ -516,7 +602,7 @@ static int sink_text(void *ctx, const char *buf, size_t len,
         !json_object_object_get_ex(msg, "method", &m) &&
         json_object_get_int64(id) >= 0)
         on_response(arg, json_object_get_int64(id));
-    sink_message(r, msg);
+    take_message(r, msg, mem);
     return AUR_OK;
 }
 

@@ -23,6 +23,20 @@
 
 static const unsigned char BOM[3] = {0xEF, 0xBB, 0xBF};
 
+/* A line or data buffer grown past this by one big event is freed after
+ * it (a long-lived stream must not pin max_event bytes, twice, for good
+ * because of one message). */
+#define SSE_KEEP_CAP (1024 * 1024)
+
+static void shrink(char **buf, size_t *cap)
+{
+    if (*cap > SSE_KEEP_CAP) {
+        free(*buf);
+        *buf = NULL;
+        *cap = 0;
+    }
+}
+
 void sse_init(struct sse_parser *p, size_t max_event)
 {
     memset(p, 0, sizeof *p);
@@ -64,6 +78,7 @@ static int reserve(char **buf, size_t *cap, size_t need, size_t max)
 static void reset_event(struct sse_parser *p)
 {
     p->data_len = 0;
+    shrink(&p->data, &p->data_cap);
     p->type[0] = '\0';
     p->type_long = false;
 }
@@ -161,6 +176,7 @@ static int end_line(struct sse_parser *p, sse_cb cb, void *ud)
 {
     int rc = process_line(p, cb, ud);
     p->line_len = 0;
+    shrink(&p->line, &p->line_cap);
     return rc;
 }
 

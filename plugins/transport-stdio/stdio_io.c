@@ -165,6 +165,83 @@ static void set_flag(struct stdio_child *ch, bool *flag)
 }
 
 /* ------------------------------------------------------------------ */
+/* Log volume                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * What one child can make us log (docs/budgets.md, "Log volume"): a token
+ * bucket of bytes of log per kind, charged with each line's length plus
+ * what a log line adds to it (time, level, tag, package).  The buckets
+ * are thread-local: stderr is only ever read by the child's own I/O
+ * thread, so each child has its own, and nothing is locked.  A line that
+ * finds its bucket empty is counted, not logged; the next one that
+ * passes, and the end of the stream, report the count.
+ */
+#define LOG_LINE_COST 96 /* bytes a log line adds to its text */
+/* A quarter of what the host log allows one statement of a plugin (all
+ * children's stderr lines share that one), so one child cannot drown
+ * the others' lines there. */
+#define STDERR_BURST_BYTES (64 * 1024)
+#define STDERR_RATE_BYTES (4 * 1024) /* per second */
+#define WARN_BURST_BYTES (16 * 1024)  /* "dropped malformed frame" */
+#define WARN_RATE_BYTES 1024
+
+struct log_budget {
+    bool started;
+    bool closed; /* emptied: nothing passes until a second's worth is in */
+    int64_t tokens, at_ms;
+    uint64_t suppressed;
+};
+
+static _Thread_local struct log_budget stderr_budget, warn_budget;
+
+/* true: log a line of len bytes now. */
+static bool budget_take(const struct aur_host *h, struct log_budget *b,
+                        int64_t burst, int64_t rate, size_t len)
+{
+    int64_t now = h->now_ms();
+
+    if (!b->started) {
+        b->started = true;
+        b->tokens = burst;
+        b->at_ms = now;
+    }
+    if (now > b->at_ms) {
+        b->tokens += (now - b->at_ms) * rate / 1000;
+        if (b->tokens > burst)
+            b->tokens = burst;
+        b->at_ms = now;
+    }
+    /* Once empty, closed until a second of refill is in: then the
+     * held-back count goes out once per second at most, not per line. */
+    if (b->closed && b->tokens >= rate)
+        b->closed = false;
+    if (b->closed || b->tokens <= 0) {
+        b->closed = true;
+        b->suppressed++;
+        return false;
+    }
+    b->tokens -= (int64_t)(len + LOG_LINE_COST);
+    return true;
+}
+
+/* The count of lines b held back, if any. */
+static void budget_report(struct stdio_child *ch, struct log_budget *b,
+                          const char *what, int64_t burst, int64_t rate)
+{
+    const struct stdio_state *st = ch->conn->st;
+
+    if (!b->suppressed)
+        return;
+    st->host->log(st->self, AUR_LOG_WARN,
+                  "[%s] suppressed %llu %s (rate limit: %lld bytes at once, "
+                  "%lld bytes per second)",
+                  ch->conn->package, (unsigned long long)b->suppressed, what,
+                  (long long)burst, (long long)rate);
+    b->suppressed = 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* stdout: newline-delimited JSON                                     */
 /* ------------------------------------------------------------------ */
 
@@ -214,11 +291,23 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
             json_object_put(msg);
         }
     }
-    /* The content may be anything the App printed: never log it. */
-    if (rc != AUR_OK)
-        st->host->log(st->self, AUR_LOG_WARN,
-                      "%s: dropped malformed frame (%zu bytes)",
-                      ch->conn->package, len);
+    /* The content may be anything the App printed: never log it.  A
+     * frame over the memory budget is named as such (the error names the
+     * key and the App). */
+    if (rc != AUR_OK &&
+        budget_take(st->host, &warn_budget, WARN_BURST_BYTES,
+                    WARN_RATE_BYTES, 0)) {
+        budget_report(ch, &warn_budget, "malformed-frame warnings",
+                      WARN_BURST_BYTES, WARN_RATE_BYTES);
+        if (rc == AUR_E_LIMIT)
+            st->host->log(st->self, AUR_LOG_WARN,
+                          "%s: dropped a frame (%zu bytes): %s",
+                          ch->conn->package, len, e.msg);
+        else
+            st->host->log(st->self, AUR_LOG_WARN,
+                          "%s: dropped malformed frame (%zu bytes)",
+                          ch->conn->package, len);
+    }
     return true;
 }
 
@@ -378,10 +467,15 @@ static void stderr_emit(struct stdio_child *ch)
     if (!ch->etrunc && n > 0 && ch->eline[n - 1] == '\r')
         n--;
     n = sanitise(ch->eline, n, ch->etrunc);
-    if (n > 0 || ch->etrunc)
+    if ((n > 0 || ch->etrunc) &&
+        budget_take(st->host, &stderr_budget, STDERR_BURST_BYTES,
+                    STDERR_RATE_BYTES, n)) {
+        budget_report(ch, &stderr_budget, "stderr lines",
+                      STDERR_BURST_BYTES, STDERR_RATE_BYTES);
         st->host->log(st->self, AUR_LOG_INFO, "[%s] stderr: %.*s%s",
                       ch->conn->package, (int)n, ch->eline,
                       ch->etrunc ? " [truncated]" : "");
+    }
     ch->eline_len = 0;
     ch->etrunc = false;
 }
@@ -419,6 +513,8 @@ static void read_stderr(struct stdio_child *ch, char *chunk)
     }
     if (ch->eline_len > 0 || ch->etrunc)
         stderr_emit(ch);
+    budget_report(ch, &stderr_budget, "stderr lines", STDERR_BURST_BYTES,
+                  STDERR_RATE_BYTES);
     set_flag(ch, &ch->err_done);
 }
 
@@ -572,6 +668,11 @@ void *stdio_io_main(void *arg)
             read_stderr(ch, chunk);
         timeout = decide(ch, &linger_until);
     }
+    /* Stopped before stderr ended: still say what was held back. */
+    budget_report(ch, &stderr_budget, "stderr lines", STDERR_BURST_BYTES,
+                  STDERR_RATE_BYTES);
+    budget_report(ch, &warn_budget, "malformed-frame warnings",
+                  WARN_BURST_BYTES, WARN_RATE_BYTES);
     pthread_mutex_lock(&ch->mu);
     ch->kick_w1 = 0;
     ch->io_parked = false;

@@ -8,3 +8,15 @@ if(TARGET aurora-mcp)
                 DEPENDS transport-stdio aur-fixture-server
                 TIMEOUT 300)
 endif()
+
+# What one App can make the host hold (issue "Hostile servers cannot
+# exhaust the host", item 1): the parser's memory bound and compaction,
+# the peak RSS of the host against a big catalog page, a costly page, a
+# notification flood behind a busy dispatcher and big cursors, the log a
+# stderr flood becomes, and max_app_memory_bytes (docs/budgets.md).
+if(TARGET aurora-mcp)
+  aur_add_check(check_memory SOURCES check_memory.c
+                LIBS aurora-mcp aur_test_support
+                DEPENDS transport-stdio aur-fixture-server
+                TIMEOUT 900)
+endif()

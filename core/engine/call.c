@@ -177,15 +177,6 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->p[b->n] = '\0';
 }
 
-/* A text of n bytes (U+0000 allowed) is blank: whitespace only. */
-static bool blank_n(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != ' ' && (s[i] < '\t' || s[i] > '\r'))
-            return false;
-    return true;
-}
-
 /* §7.4 error text (*len its bytes): the non-empty text blocks, else
  * structuredContent, else a fixed text. */
 static char *error_text(struct json_object *content, struct json_object *sc,
@@ -205,7 +196,7 @@ static char *error_text(struct json_object *content, struct json_object *sc,
                    (size_t)json_object_get_string_len(tx));
         }
     }
-    if (b.p && !blank_n(b.p, b.n)) {
+    if (b.p && !aur__is_blank_n(b.p, b.n)) {
         *len = b.n;
         return b.p;
     }
@@ -268,7 +259,7 @@ static char *success_text(struct json_object *content, size_t *len)
         struct json_object *tx;
         json_object_object_get_ex(json_object_array_get_idx(content, i), "text",
                                   &tx);
-        if (blank_n(json_object_get_string(tx),
+        if (aur__is_blank_n(json_object_get_string(tx),
                     (size_t)json_object_get_string_len(tx)))
             continue;
         if (!first)

@@ -247,5 +247,7 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
 char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);
 void aur__set_str(char **slot, const char *v);
 bool aur__is_blank(const char *s);
+/* s[0..n) (U+0000 allowed) holds only whitespace. */
+bool aur__is_blank_n(const char *s, size_t n);
 
 #endif

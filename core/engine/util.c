@@ -25,10 +25,15 @@ void aur__set_str(char **slot, const char *v)
     *slot = v ? strdup(v) : NULL;
 }
 
-bool aur__is_blank(const char *s)
+bool aur__is_blank_n(const char *s, size_t n)
 {
-    for (; s && *s; s++)
-        if (*s != ' ' && (*s < '\t' || *s > '\r'))
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && (s[i] < '\t' || s[i] > '\r'))
             return false;
     return true;
+}
+
+bool aur__is_blank(const char *s)
+{
+    return !s || aur__is_blank_n(s, strlen(s));
 }

@@ -214,8 +214,7 @@ void http_job_run(struct http_curl *hc, struct http_job *j);
 
 void http_job_free(struct http_job *j);
 
-/* Sink helpers: drop silently once closing; on_closed at most once. */
-void http_deliver(struct aur_conn *c, struct json_object *msg);
+/* on_closed at most once, and never once closing. */
 void http_report_closed(struct aur_conn *c, int code, const char *why);
 
 /* ---- http_xheader.c ------------------------------------------------ */

@@ -46,7 +46,7 @@ CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 -fno-sanitize-recover=all -fno-omit-frame-pointer -Wall -Wextra -Werror \
 -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
 -I$ROOT/core -I$ROOT/core/include \
--I$ROOT/core/engine -I$ROOT/fuzz"
+-I$ROOT/core/engine -I$ROOT/core/perturb -I$ROOT/fuzz"
 PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3 libcurl) || exit 2
 PKG_LIBS=$(pkg-config --libs json-c inih sqlite3 libcurl) || exit 2
 
@@ -59,7 +59,7 @@ sources() {
     fuzz_config | fuzz_config_split)
         echo "$ROOT/fuzz/fuzz_config.c $c/config*.c $c/names*.c" ;;
     fuzz_rpc_frames)
-        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc.c" \
+        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc*.c" \
             "$c/engine/clock.c $c/engine/log.c $c/engine/call_reply.c" \
             "$c/engine/util.c" ;;
     fuzz_call_reply)

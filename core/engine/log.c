@@ -31,20 +31,28 @@ static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
  * "<format>"") go out when a line of the same bucket passes again, and
  * with any other line that passes at least a second after the last
  * sweep, so at most one per bucket a second.  ERROR lines always pass.
- * The table is indexed by a hash of (tag, format); two keys that share a
- * slot share its budget.  Guarded by log_mu.
+ * The table is open-addressed by a 64-bit hash of (tag, format): a key
+ * takes a free slot among LOG_PROBES, so two statements share a budget
+ * only when that many other keys are live around them (never in a test:
+ * the format's address moves with ASLR, so a shared slot would make a
+ * quiet line vanish one run in a hundred).  With none free it takes over
+ * the slot of the probed key with the most tokens (the idlest), after
+ * that key's summary, keeping the tokens as they are, so a key that comes
+ * back after eviction gets no fresh burst.  Guarded by log_mu.
  */
-#define LOG_BUCKETS 256
+#define LOG_BUCKETS 512
+#define LOG_PROBES 8
 #define LOG_BURST_BYTES (256 * 1024)
 #define LOG_RATE_BYTES (16 * 1024) /* per second */
 
 struct log_bucket {
     bool started;
+    uint64_t key;        /* hash of (tag, format) */
     bool closed; /* emptied: closed until a second's worth is in */
     int64_t tokens;
     int64_t at_ms;       /* last refill */
     uint64_t suppressed; /* lines dropped since the last summary */
-    char tag[96];        /* of the first of them */
+    char tag[96];        /* of the key, for its summary */
     const char *fmt;     /* ditto (a literal of the caller's) */
 };
 
@@ -165,28 +173,54 @@ static void flush_summaries_locked(void)
         summary_locked(&buckets[i]);
 }
 
-/* The bucket of (tag, fmt), refilled; log_mu held. */
-static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
-                                        int64_t now)
+/* b's tokens at now: refilled at LOG_RATE_BYTES up to the burst. */
+static void refill_locked(struct log_bucket *b, int64_t now)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)fmt;
-    struct log_bucket *b;
-
-    for (const char *p = tag ? tag : ""; *p; p++) /* FNV-1a */
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    h ^= h >> 29;
-    b = &buckets[h % LOG_BUCKETS];
-    if (!b->started) {
-        b->started = true;
-        b->tokens = LOG_BURST_BYTES;
-        b->at_ms = now;
-    }
     if (now > b->at_ms) {
         b->tokens += (now - b->at_ms) * LOG_RATE_BYTES / 1000;
         if (b->tokens > LOG_BURST_BYTES)
             b->tokens = LOG_BURST_BYTES;
         b->at_ms = now;
     }
+}
+
+/* The bucket of (tag, fmt), refilled; log_mu held. */
+static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
+                                        int64_t now)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)fmt;
+    struct log_bucket *b = NULL, *idlest = NULL;
+
+    for (const char *p = tag; *p; p++) /* FNV-1a */
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h ^= h >> 29;
+    for (size_t i = 0; i < LOG_PROBES && !b; i++) {
+        struct log_bucket *s = &buckets[(h + i) % LOG_BUCKETS];
+        if (!s->started) {
+            s->started = true;
+            s->closed = false;
+            s->tokens = LOG_BURST_BYTES;
+            s->key = ~h; /* named below */
+            b = s;
+        } else if (s->key == h) {
+            b = s;
+        } else {
+            refill_locked(s, now);
+            if (!idlest || s->tokens > idlest->tokens)
+                idlest = s;
+        }
+    }
+    if (!b) {
+        b = idlest;
+        summary_locked(b);
+    }
+    if (b->key != h) {
+        b->key = h;
+        snprintf(b->tag, sizeof b->tag, "%s", tag);
+        b->fmt = fmt;
+        b->at_ms = now;
+    }
+    refill_locked(b, now);
     return b;
 }
 
@@ -207,18 +241,15 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
         /* Decided before formatting: a flood costs a lock and a counter
          * per line, nothing more. */
         pthread_mutex_lock(&log_mu);
-        b = bucket_locked(tag, fmt, now);
+        b = bucket_locked(tag ? tag : "log", fmt, now);
         /* Once empty, closed until a second of refill is in. */
         if (b->closed && b->tokens >= LOG_RATE_BYTES)
             b->closed = false;
         if (b->tokens <= 0)
             b->closed = true;
         bool pass = !b->closed;
-        if (!pass && b->suppressed++ == 0) {
+        if (!pass && b->suppressed++ == 0)
             pending++;
-            snprintf(b->tag, sizeof b->tag, "%s", tag ? tag : "log");
-            b->fmt = fmt;
-        }
         pthread_mutex_unlock(&log_mu);
         if (!pass)
             return;

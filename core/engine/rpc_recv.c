@@ -498,9 +498,10 @@ int aur__rpc_peek_id(const char *buf, size_t len, int64_t *num, char *sid,
             uint64_t v = 0;
             while (k < len && buf[k] >= '0' && buf[k] <= '9' && k - d < 19)
                 v = v * 10 + (uint64_t)(buf[k++] - '0');
-            if (k == d || (k < len && strchr(".eE0123456789", buf[k])))
+            if (k == d || (k < len && strchr(".eE0123456789", buf[k])) ||
+                v > (uint64_t)INT64_MAX + neg)
                 return 0;
-            *num = neg ? -(int64_t)v : (int64_t)v;
+            *num = neg ? -(int64_t)(v - 1) - 1 : (int64_t)v;
             return 1;
         }
         if (c == '{' || c == '[')

@@ -507,6 +507,20 @@ static int parse_stdio(struct app_doc *d)
                                      "%s listed twice (first on line %d)",
                                      x->value, d->ep->cfg.kv[j].line);
     }
+    /* One rule for paths in a config file: relative to the config
+     * directory, wherever the host is started from.  A bare name goes
+     * through PATH (execvp's rule); a name with a '/' is a path. */
+    if (strchr(kv->value, '/') && kv->value[0] != '/') {
+        const char *rel = kv->value;
+        while (rel[0] == '.' && rel[1] == '/')
+            for (rel += 2; *rel == '/';)
+                rel++;
+        char *abs = aur__path_join(d->c->dir, rel);
+        if (!abs)
+            return AUR_E_NOMEM;
+        free(kv->value);
+        kv->value = abs;
+    }
     if (!(a->command = strdup(kv->value)))
         return AUR_E_NOMEM;
     rc = collect(d, "arg", &a->args, &a->nargs);

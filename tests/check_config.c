@@ -280,7 +280,10 @@ START_TEST(syntax_details)
     ck_assert_uint_eq(c->nplugins, 2);
     ck_assert_ptr_nonnull(strstr(c->journal, "/j.db"));
     ck_assert_uint_eq(c->napps, 2);
-    ck_assert_str_eq(c->apps[0].command, "./bin/tool;x");
+    /* a command with a '/' is made absolute under the config directory */
+    snprintf(text, sizeof text, "%s/bin/tool;x", c->dir);
+    ck_assert_str_eq(c->apps[0].command, text);
+    ck_assert_str_eq(aur__cfg_str(&c->apps[0].endpoint, "command", ""), text);
     ck_assert_uint_eq(c->apps[0].nargs, 2);
     ck_assert_str_eq(c->apps[0].args[0], "a;b");
     ck_assert_str_eq(c->apps[0].args[1], "#hash");

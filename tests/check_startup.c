@@ -420,6 +420,36 @@ START_TEST(first_failure_cancels_and_cleans_up)
 }
 END_TEST
 
+/* An App that never began (one start slot; the App before it failed)
+ * says so: not_started with the reason, never "disabled" or "closed". */
+START_TEST(cancelled_before_begin_is_not_started)
+{
+    const char *bad[] = {"--era", "modern", "--exit-at", "discover", NULL};
+    const char *good[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    struct json_object *st, *apps, *b;
+    h_rmtree(dir);
+    free(dir);
+    dir = h_mkconfig(NULL, "start_concurrency = 1");
+    free(logpath);
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    add_fixture("a.ini", "org.test.dies", 20, bad);
+    add_fixture("b.ini", "org.test.later", 20, good);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.app, "org.test.dies");
+    st = aur_mcp_status_json(h, 0);
+    ck_assert(json_object_object_get_ex(st, "apps", &apps));
+    b = json_object_array_get_idx(apps, 1);
+    ck_assert_str_eq(h_str(b, "package"), "org.test.later");
+    ck_assert_str_eq(h_str(b, "state"), "not_started");
+    ck_assert_str_eq(h_str(b, "last_error"),
+                     "not started: startup was cancelled");
+    json_object_put(st);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 /* The monotonic time the fixture logged with its "eof" line. */
 /*
  * A change that reaches a cleanly listed App while a slower neighbour is
@@ -879,6 +909,7 @@ static Suite *suite(void)
     tcase_add_test(dl, no_ack_fails_listen);
     tcase_add_test(dl, exit_mid_list_fails_list);
     tcase_add_test(many, first_failure_cancels_and_cleans_up);
+    tcase_add_test(many, cancelled_before_begin_is_not_started);
     tcase_add_test(many, many_apps_start_concurrently);
     tcase_add_test(many, cancel_interrupts_a_hanging_startup);
     tcase_add_test(many, cancel_during_connect_names_the_app);

@@ -41,6 +41,13 @@ expect_has "$(cat "$T/out")" '"code":"config_invalid"' "check error code"
 mkcfg "$T/a"
 addapp "$T/a" a.ini org.test.cli 5 --era modern --tools 2
 "$BIN" check -c "$T/a" >"$T/out"; expect_eq $? 0 "check ok"
+# check starts nothing: an enabled App is not_started, never "disabled"
+expect_has "$(cat "$T/out")" '"package":"org.test.cli","enabled":true,"active":true,"transport":"stdio","state":"not_started"' "check: enabled App not_started"
+addapp "$T/a" y.ini org.test.off 5
+sed -i 's/^enabled = true/enabled = false/' "$T/a/apps.d/y.ini"
+"$BIN" check -c "$T/a" >"$T/out"; expect_eq $? 0 "check with a disabled App"
+expect_has "$(cat "$T/out")" '"package":"org.test.off","enabled":false,"active":false,"transport":"stdio","state":"disabled"' "check: disabled App"
+rm "$T/a/apps.d/y.ini"
 printf '[app]\npackage = Bad\n' >"$T/a/apps.d/z.ini"
 "$BIN" check -c "$T/a" >"$T/out" 2>/dev/null; expect_eq $? 2 "check bad app"
 expect_has "$(cat "$T/out")" 'apps.d/z.ini' "error names the file"
@@ -83,6 +90,48 @@ expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
 out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
 expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
+# --- paths in the config ------------------------------------------------
+# A command with a '/' is relative to the config directory, wherever the
+# host runs from; a decoy of the same relative path under the caller's
+# directory must not be the one run.
+mkcfg "$T/p"
+addapp "$T/p" a.ini org.test.path 5 --era modern --tools 1
+mkdir -p "$T/p/bin" "$T/elsewhere/bin"
+ln -s "$FIX" "$T/p/bin/srv"
+printf '#!/bin/sh\nexit 7\n' >"$T/elsewhere/bin/srv"
+chmod +x "$T/elsewhere/bin/srv"
+sed -i "s|^command = .*|command = bin/srv|" "$T/p/apps.d/a.ini"
+for from in / "$T/elsewhere" "$T/p"; do
+    out=$(cd "$from" && "$BIN" discover -c "$T/p" 2>&1); expect_eq $? 0 "relative command from $from"
+    expect_has "$out" '"id":"aur.mcp.org.test.path.t0000"' "relative command from $from: tools"
+done
+sed -i "s|^command = .*|command = ./bin/srv|" "$T/p/apps.d/a.ini"
+out=$(cd "$T/elsewhere" && "$BIN" discover -c "$T/p" 2>&1); expect_eq $? 0 "./ command from elsewhere"
+sed -i "s|^command = .*|command = bin/missing|" "$T/p/apps.d/a.ini"
+out=$(cd "$T/elsewhere" && "$BIN" discover -c "$T/p" 2>&1); expect_eq $? 1 "missing relative command"
+expect_has "$out" "$(cd "$T/p" && pwd -P)/bin/missing" "missing command named with its resolved path"
+
+# --- environment ----------------------------------------------------------
+# A whitelisted variable that is not set is said (by name), not skipped in
+# silence; one that is set is not mentioned.
+mkcfg "$T/e"
+addapp "$T/e" a.ini org.test.env 5 --era modern --tools 1
+sed -i 's/^log_level = error/log_level = warn/' "$T/e/host.ini"
+printf 'env = AUR_CLI_UNSET_VAR\nenv = AUR_CLI_SET_VAR\n' >>"$T/e/apps.d/a.ini"
+out=$(unset AUR_CLI_UNSET_VAR; AUR_CLI_SET_VAR=v "$BIN" discover -c "$T/e" 2>&1 >/dev/null); expect_eq $? 0 "discover with an unset whitelisted variable"
+expect_has "$out" "org.test.env: env AUR_CLI_UNSET_VAR is whitelisted but not set" "unset whitelisted variable named"
+case $out in *AUR_CLI_SET_VAR*) bad "a set variable is mentioned: $out" ;; *) ok ;; esac
+
+# A server that dies during startup: the error names how it ended and
+# quotes the end of its stderr, with whitelisted values blanked out.
+mkcfg "$T/x"
+addapp "$T/x" a.ini org.test.dies 5 --era modern --stderr-lines 3 --stderr-text "cannot open db: token=aur-canary-77" --exit-at list
+printf 'env = AUR_CLI_TOKEN\n' >>"$T/x/apps.d/a.ini"
+out=$(AUR_CLI_TOKEN=aur-canary-77 "$BIN" discover -c "$T/x" 2>"$T/err"); expect_eq $? 1 "server dies at startup"
+expect_has "$out" 'App process exited with status 3; its stderr ended: \"' "startup error names the exit status"
+expect_has "$out" 'cannot open db: token=***' "startup error quotes stderr, redacted"
+case "$out$(cat "$T/err")" in *aur-canary-77*) bad "a whitelisted value reached the output or log" ;; *) ok ;; esac
+
 # --- serve ---------------------------------------------------------------
 mkcfg "$T/s"
 # The slow answer is 1.5 s away: the fast one overtakes it even on a
@@ -111,6 +160,15 @@ expect_has "$out" '{"id":3,"error":{"code":"unknown_op"' "unknown op"
 expect_has "$out" '{"id":"s","result":{"platform_enabled":true' "status op"
 expect_has "$out" '{"id":4,"result":{"tools":[' "tools op"
 expect_eq "$(leftover "$T/s")" 0 "no child after serve EOF"
+# A misspelt field is refused naming it, never ignored (a call without its
+# arguments would run); on every op.
+out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.fast.t0000","argumnts":{"text":"x"}}' \
+    '{"id":2,"op":"status","verbose":true}' \
+    '{"id":3,"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":{"text":"ok"}}' |
+    "$BIN" serve -c "$T/s" 2>/dev/null)
+expect_has "$out" '{"id":1,"error":{"code":"bad_request","message":"unknown field \"argumnts\" in a call request (it takes id, op, tool, arguments)"}}' "serve: misspelt call field"
+expect_has "$out" '{"id":2,"error":{"code":"bad_request","message":"unknown field \"verbose\" in a status request (it takes id, op)"}}' "serve: unknown status field"
+expect_has "$out" '{"id":3,"result":{"status":"succeeded","content":"ok"' "serve: a correct call still runs"
 
 # Requests after the shutdown op are still answered, each once, with
 # shutting_down (a line that is no request still gets bad_request), from a

@@ -340,6 +340,21 @@ static struct job *make_call(struct server *s, struct json_object *req,
     return j;
 }
 
+/* The first member of req that op does not take, or NULL: a misspelt
+ * "argumnts" must not become a call without arguments. */
+static const char *unknown_field(struct json_object *req, const char *op)
+{
+    bool call = strcmp(op, "call") == 0;
+    json_object_object_foreach(req, key, val) {
+        (void)val;
+        if (strcmp(key, "id") != 0 && strcmp(key, "op") != 0 &&
+            !(call && (strcmp(key, "tool") == 0 ||
+                       strcmp(key, "arguments") == 0)))
+            return key;
+    }
+    return NULL;
+}
+
 /* One request line.  Returns true when it asks to shut down; *call is set
  * for a call the caller must run or queue. */
 static bool handle_line(struct server *s, const char *line, size_t len,
@@ -351,7 +366,19 @@ static bool handle_line(struct server *s, const char *line, size_t len,
 
     if (!parse_request(s, line, len, &req, &id, &o))
         return false;
-    if (strcmp(o, "call") == 0) {
+    const char *extra = unknown_field(req, o);
+    bool known = strcmp(o, "call") == 0 || strcmp(o, "status") == 0 ||
+                 strcmp(o, "tools") == 0 || strcmp(o, "shutdown") == 0;
+    if (known && extra) {
+        char msg[200];
+        /* The field's name is the client's own text: bounded, and only
+         * in the answer to that client. */
+        snprintf(msg, sizeof msg, "unknown field \"%.64s\" in a %s request "
+                 "(it takes %s)", extra, o,
+                 strcmp(o, "call") == 0 ? "id, op, tool, arguments"
+                                        : "id, op");
+        respond(s, id, NULL, "bad_request", msg);
+    } else if (strcmp(o, "call") == 0) {
         *call = make_call(s, req, id);
     } else if (strcmp(o, "status") == 0) {
         respond(s, id, aur_mcp_status_json(s->h, 0), NULL, NULL);

@@ -34,6 +34,7 @@ enum aur__app_state {
     AUR__S_READY,
     AUR__S_UNAVAILABLE,
     AUR__S_CLOSED,
+    AUR__S_NOT_STARTED, /* enabled, not begun: before start, or never */
 };
 
 /* One extension's view of one App. */
@@ -118,6 +119,7 @@ struct aur__app {
 
     /* startup result (its own thread, read after join) */
     bool began;
+    size_t turn; /* its place in the start order (enabled Apps, config order) */
     int start_rc;
     int fail_order; /* 1 = the first App to fail */
     char phase[32];
@@ -155,6 +157,7 @@ struct aur_mcp {
     bool cancel;        /* first startup failure cancels the rest */
     bool interrupted;   /* aur_mcp_cancel was called */
     int running;        /* Apps inside their startup transaction */
+    size_t turns;       /* start slots handed out, in config order */
     int failures;
     size_t listed;      /* Apps whose clean pass waits for the freeze */
     bool freeze_done;   /* the registry froze: no App lists again */

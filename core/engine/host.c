@@ -122,6 +122,8 @@ static int setup_apps(struct aur_mcp *mcp, struct aur_error *err)
         a->mcp = mcp;
         a->cfg = ac;
         a->index = i;
+        a->state = cfg->mcp_enabled && ac->enabled ? AUR__S_NOT_STARTED
+                                                   : AUR__S_DISABLED;
         pthread_mutex_init(&a->mu, NULL);
         aur__cond_init(&a->cv);
         mcp->napps++;

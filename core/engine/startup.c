@@ -212,19 +212,25 @@ static void *app_thread(void *arg)
     struct aur_error err;
     int rc;
 
-    /* A bounded number of Apps start at once; the deadline of each
-     * starts when it gets its turn. */
+    /* A bounded number of Apps start at once, slots handed out in config
+     * order whatever order the threads run in (start_concurrency = 1 is
+     * the one-by-one start in config order); the deadline of each starts
+     * when it gets its turn. */
     pthread_mutex_lock(&mcp->mu);
-    while (mcp->running >= mcp->cfg->start_concurrency && !mcp->cancel)
+    while ((mcp->running >= mcp->cfg->start_concurrency ||
+            mcp->turns != app->turn) &&
+           !mcp->cancel)
         pthread_cond_wait(&mcp->cv, &mcp->mu);
     bool cancelled = mcp->cancel;
-    if (!cancelled)
+    if (!cancelled) {
         mcp->running++;
+        mcp->turns++;
+        pthread_cond_broadcast(&mcp->cv); /* the next in line may fit */
+    }
     pthread_mutex_unlock(&mcp->mu);
     if (cancelled) {
-        /* Enabled but never started: status must not say "disabled". */
+        /* Enabled but never started: it stays not_started, with why. */
         pthread_mutex_lock(&app->mu);
-        app->state = AUR__S_CLOSED;
         aur__set_str(&app->last_error, "not started: startup was cancelled");
         pthread_mutex_unlock(&app->mu);
         return NULL;
@@ -438,7 +444,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     bool *made = calloc(mcp->napps ? mcp->napps : 1, sizeof *made);
     struct aur__app *failed = NULL;
     const char *why = NULL;
-    size_t started = 0;
+    size_t started = 0, turn = 0;
     int rc = AUR_OK;
 
     if (!threads || !made) {
@@ -451,6 +457,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         struct aur__app *a = &mcp->apps[i];
         if (!mcp->cfg->mcp_enabled || !a->cfg->enabled)
             continue;
+        a->turn = turn++;
         made[i] = pthread_create(&threads[i], NULL, app_thread, a) == 0;
         started += made[i];
         if (!made[i]) {

@@ -11,8 +11,8 @@
 
 const char *aur__state_word(enum aur__app_state s)
 {
-    static const char *const w[] = {"disabled", "starting", "ready",
-                                    "unavailable", "closed"};
+    static const char *const w[] = {"disabled",    "starting", "ready",
+                                    "unavailable", "closed",   "not_started"};
     return (unsigned)s < AUR__ARRAY_LEN(w) ? w[s] : "unknown";
 }
 

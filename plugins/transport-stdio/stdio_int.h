@@ -25,6 +25,10 @@
 #ifndef AUR_STDIO_INT_H
 #define AUR_STDIO_INT_H
 
+/* Bytes of the stderr tail an App's exit error quotes: the error text is
+ * AUR_ERR_MSG_SIZE in all, and names the App and the exit too. */
+#define STDIO_STDERR_TAIL 120
+
 #include <aurora/aur_plugin.h>
 
 #include <pthread.h>
@@ -80,6 +84,7 @@ struct stdio_child {
     int busy;          /* (mu) sink calls in progress */
     int exit_code;     /* (mu) siginfo si_code: CLD_EXITED, CLD_KILLED.. */
     int exit_status;   /* (mu) exit status or signal number */
+    char exit_why[AUR_ERR_MSG_SIZE]; /* (mu) how it ended, once reported */
 
     /* Who reads stdout (see stdio_io.c, "assist"). */
     int out_owner;       /* (mu) 0 nobody, 1 the I/O thread, 2 a caller */
@@ -97,6 +102,15 @@ struct stdio_child {
     char *eline; /* stderr_line bytes */
     size_t eline_len;
     bool etrunc; /* the current stderr line was cut */
+    /* The end of what the child printed on stderr (its last lines, joined
+     * by " | ", sanitised and redacted), for the error its exit makes. */
+    char etail[STDIO_STDERR_TAIL + 1];
+    size_t etail_len;
+
+    /* Set at spawn, then read-only: values of the App's whitelisted
+     * variables (4 bytes or more), blanked out of every stderr line. */
+    char **redact;
+    size_t n_redact;
 };
 
 /*

@@ -133,10 +133,29 @@ static void report_closed(struct stdio_child *ch, const struct aur_error *why)
     sink_leave(ch);
 }
 
+static void read_stderr_into(struct stdio_child *ch, char *chunk,
+                             size_t size);
+static void stderr_emit(struct stdio_child *ch);
+
+/* What the exited child left in its stderr pipe, without waiting: a
+ * grandchild may hold the pipe open.  At most 64 KiB. */
+static void drain_stderr(struct stdio_child *ch)
+{
+    char chunk[4096];
+    struct pollfd p = {.fd = ch->err_fd, .events = POLLIN};
+
+    for (int i = 0; i < 16 && !ch->err_done; i++) {
+        if (poll(&p, 1, 0) <= 0 || !p.revents)
+            return;
+        read_stderr_into(ch, chunk, sizeof chunk);
+    }
+}
+
 static void report_exit(struct stdio_child *ch)
 {
     struct aur_error e;
     const char *pkg = ch->conn->package;
+    char how[64];
 
     aur_error_clear(&e);
     if (ch->exit_code == CLD_EXITED && ch->exit_status == 0) {
@@ -144,15 +163,30 @@ static void report_exit(struct stdio_child *ch)
         return;
     }
     if (ch->exit_code == CLD_EXITED)
-        aur_fail(&e, AUR_E_CLOSED, ch->exit_status,
-                 "%s: App process exited with status %d", pkg,
-                 ch->exit_status);
+        snprintf(how, sizeof how, "exited with status %d", ch->exit_status);
     else if (ch->exit_code != CLD_KILLED && ch->exit_code != CLD_DUMPED)
-        aur_fail(&e, AUR_E_CLOSED, 0, "%s: App process exited", pkg);
+        snprintf(how, sizeof how, "exited");
     else
-        aur_fail(&e, AUR_E_CLOSED, ch->exit_status,
-                 "%s: App process killed by signal %d", pkg,
-                 ch->exit_status);
+        snprintf(how, sizeof how, "killed by signal %d (%s)",
+                 ch->exit_status, sigabbrev_np(ch->exit_status)
+                                      ? sigabbrev_np(ch->exit_status)
+                                      : "?");
+    /* Why a server died is mostly in its last stderr lines. */
+    drain_stderr(ch);
+    if (ch->eline_len > 0 || ch->etrunc)
+        stderr_emit(ch);
+    pthread_mutex_lock(&ch->mu);
+    snprintf(ch->exit_why, sizeof ch->exit_why, "App process %s%s%s%s", how,
+             ch->etail_len ? "; its stderr ended: \"" : "", ch->etail,
+             ch->etail_len ? "\"" : "");
+    aur_fail(&e, AUR_E_CLOSED,
+             ch->exit_code == CLD_EXITED || ch->exit_code == CLD_KILLED ||
+                     ch->exit_code == CLD_DUMPED
+                 ? ch->exit_status
+                 : 0,
+             "%s: %s", pkg, ch->exit_why);
+    pthread_cond_broadcast(&ch->cv); /* a writer may wait for it */
+    pthread_mutex_unlock(&ch->mu);
     report_closed(ch, &e);
 }
 
@@ -459,6 +493,61 @@ static size_t sanitise(char *buf, size_t n, bool cut)
     return o;
 }
 
+/* In place: every whitelisted value in buf[0..n) becomes "***".  Returns
+ * the new length. */
+static size_t redact(const struct stdio_child *ch, char *buf, size_t n)
+{
+    for (size_t k = 0; k < ch->n_redact; k++) {
+        const char *v = ch->redact[k];
+        size_t vl = strlen(v), at = 0;
+        char *hit;
+        while (at < n && (hit = memmem(buf + at, n - at, v, vl))) {
+            size_t off = (size_t)(hit - buf);
+            memcpy(hit, "***", 3);
+            memmove(hit + 3, hit + vl, n - off - vl);
+            n -= vl - 3;
+            at = off + 3;
+        }
+    }
+    return n;
+}
+
+/* Keep the end of stderr: line after line, joined by " | ", the oldest
+ * bytes dropped first. */
+static void tail_add(struct stdio_child *ch, const char *line, size_t n)
+{
+    size_t cap = STDIO_STDERR_TAIL, sep = ch->etail_len ? 3 : 0;
+
+    if (n == 0)
+        return;
+    if (n > cap) { /* the end of a long line */
+        line += n - cap;
+        n = cap;
+        sep = 0;
+        ch->etail_len = 0;
+    }
+    if (ch->etail_len + sep + n > cap) {
+        size_t drop = ch->etail_len + sep + n - cap;
+        if (drop >= ch->etail_len) {
+            ch->etail_len = 0;
+            sep = 0;
+        } else {
+            memmove(ch->etail, ch->etail + drop, ch->etail_len - drop);
+            ch->etail_len -= drop;
+            /* a UTF-8 character cut at the front goes entirely */
+            while (ch->etail_len &&
+                   ((unsigned char)ch->etail[0] & 0xc0) == 0x80) {
+                memmove(ch->etail, ch->etail + 1, --ch->etail_len);
+            }
+        }
+    }
+    if (sep)
+        memcpy(ch->etail + ch->etail_len, " | ", 3);
+    memcpy(ch->etail + ch->etail_len + sep, line, n);
+    ch->etail_len += sep + n;
+    ch->etail[ch->etail_len] = '\0';
+}
+
 static void stderr_emit(struct stdio_child *ch)
 {
     const struct stdio_state *st = ch->conn->st;
@@ -467,6 +556,8 @@ static void stderr_emit(struct stdio_child *ch)
     if (!ch->etrunc && n > 0 && ch->eline[n - 1] == '\r')
         n--;
     n = sanitise(ch->eline, n, ch->etrunc);
+    n = redact(ch, ch->eline, n);
+    tail_add(ch, ch->eline, n);
     if ((n > 0 || ch->etrunc) &&
         budget_take(st->host, &stderr_budget, STDERR_BURST_BYTES,
                     STDERR_RATE_BYTES, n)) {
@@ -503,7 +594,12 @@ static void stderr_bytes(struct stdio_child *ch, const char *p, size_t n)
 
 static void read_stderr(struct stdio_child *ch, char *chunk)
 {
-    ssize_t n = read(ch->err_fd, chunk, CHUNK);
+    read_stderr_into(ch, chunk, CHUNK);
+}
+
+static void read_stderr_into(struct stdio_child *ch, char *chunk, size_t size)
+{
+    ssize_t n = read(ch->err_fd, chunk, size);
 
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
@@ -728,6 +824,32 @@ static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
     return AUR_OK;
 }
 
+/* A write found stdin closed: the child is most likely dying.  Wait for
+ * its exit to be decided (LINGER_MS and a little; never past dl) so the
+ * error can say how it ended and what it printed, not only "closed its
+ * stdin". */
+static int closed_stdin(struct stdio_child *ch, aur_deadline dl,
+                        struct aur_error *err)
+{
+    const struct aur_host *h = ch->conn->st->host;
+    int64_t until = h->now_ms() + 2 * LINGER_MS;
+    char why[AUR_ERR_MSG_SIZE] = "";
+
+    if (dl < until)
+        until = dl;
+    pthread_mutex_lock(&ch->mu);
+    while (!ch->exit_why[0] && !ch->retired &&
+           stdio_cond_wait(h, &ch->cv, &ch->mu, until))
+        ;
+    snprintf(why, sizeof why, "%s", ch->exit_why);
+    pthread_mutex_unlock(&ch->mu);
+    if (why[0])
+        return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: %s",
+                        ch->conn->package, why);
+    return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: App closed its stdin",
+                    ch->conn->package);
+}
+
 int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                       aur_deadline dl, struct aur_error *err)
 {
@@ -809,8 +931,7 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                         "%s: App did not read its stdin before the deadline",
                         pkg);
     if (rc == AUR_E_CLOSED)
-        return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: App closed its stdin",
-                        pkg);
+        return closed_stdin(ch, dl, err);
     return aur_fail(err, AUR_E_NOT_SENT, eno, "%s: write to App stdin failed",
                     pkg);
 }

@@ -90,8 +90,17 @@ static char **env_build(const struct aur_conn *c)
     }
     for (size_t i = 0; i < c->n_env; i++) {
         const char *v = getenv(c->env_names[i]);
-        if (!v)
+        if (!v) {
+            /* Said, not silent: a forgotten export otherwise shows up
+             * only as a server that fails in its own words.  The name
+             * only; a value never reaches the log. */
+            c->st->host->log(c->st->self, AUR_LOG_WARN,
+                             "%s: env %s is whitelisted but not set in the "
+                             "host's environment; the server starts "
+                             "without it",
+                             c->package, c->env_names[i]);
             continue;
+        }
         if (!(envp[n++] = env_entry(c->env_names[i], v)))
             goto fail;
     }
@@ -159,7 +168,37 @@ static void child_free(struct stdio_child *ch)
     pthread_mutex_destroy(&ch->mu);
     free(ch->line);
     free(ch->eline);
+    for (size_t i = 0; i < ch->n_redact; i++)
+        free(ch->redact[i]);
+    free(ch->redact);
     free(ch);
+}
+
+/*
+ * The whitelisted values are what a server is most likely to print and
+ * least allowed in a log: keep a copy to blank them out of its stderr
+ * (stdio_io.c).  Short ones ("1", "on") would blank out everything else.
+ * ch->redact is freed by child_free, whatever this returns.
+ */
+static int collect_redact(struct stdio_child *ch, char **envp)
+{
+    const struct aur_conn *c = ch->conn;
+
+    if (!(ch->redact = calloc(c->n_env + 1, sizeof *ch->redact)))
+        return ENOMEM;
+    for (size_t i = 0; envp[i]; i++)
+        for (size_t k = 0; k < c->n_env; k++) {
+            size_t n = strlen(c->env_names[k]);
+            const char *v = envp[i] + n + 1;
+            if (strncmp(envp[i], c->env_names[k], n) != 0 ||
+                envp[i][n] != '=' || strlen(v) < 4)
+                continue;
+            if (!(ch->redact[ch->n_redact] = strdup(v)))
+                return ENOMEM;
+            ch->n_redact++;
+            break;
+        }
+    return 0;
 }
 
 static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
@@ -178,6 +217,10 @@ static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
 
     if (!envp)
         return ENOMEM;
+    if (collect_redact(ch, envp) != 0) {
+        env_free(envp);
+        return ENOMEM;
+    }
     j.envp = envp;
     rc = stdio_spawner_run(c->st->spawner, c->command, &j);
     if (rc == 0) {

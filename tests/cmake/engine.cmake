@@ -37,3 +37,7 @@ endif()
 # Every error code has a test that produces it (docs/error-codes.md).
 add_test(NAME error_codes_test COMMAND bash
          ${CMAKE_SOURCE_DIR}/tests/error_codes_test.sh ${CMAKE_SOURCE_DIR})
+
+# Every file the README, docs/ and the man page point to is in the tree.
+add_test(NAME links_test COMMAND bash
+         ${CMAKE_SOURCE_DIR}/tests/links_test.sh ${CMAKE_SOURCE_DIR})

@@ -257,15 +257,33 @@ int stdio_contain_release(struct stdio_contain *ct);
 /* The I/O thread body; arg is the struct stdio_child. */
 void *stdio_io_main(void *arg);
 
+/* Split stdout bytes into frames and deliver them; the caller owns stdout
+ * (out_owner). */
+void stdio_stdout_bytes(struct stdio_child *ch, const char *p, size_t n);
+
+/* How long an exit waits for stdout EOF (and EOF for the exit) so the last
+ * frames are delivered before on_closed, and the exit status is known. */
+#define STDIO_LINGER_MS 200
+
+/* ---- stdio_write.c ------------------------------------------------- */
+
 /* Write buf[0..len) plus "\n" to the child's stdin before dl.  Caller holds
  * the write token.  AUR_E_TIMEOUT, AUR_E_CLOSED (child gone, stdin closed
  * or framing lost) or AUR_E_IO.  Never raises SIGPIPE. */
 int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                       aur_deadline dl, struct aur_error *err);
 
-/* Split stdout bytes into frames and deliver them; the caller owns stdout
- * (out_owner). */
-void stdio_stdout_bytes(struct stdio_child *ch, const char *p, size_t n);
+/* ---- stdio_stderr.c (the I/O thread) -------------------------------- */
+
+/* Read stderr once into chunk (size bytes) and log its complete lines.
+ * true: stderr ended (its last line is out; the caller sets err_done). */
+bool stdio_stderr_read(struct stdio_child *ch, char *chunk, size_t size);
+/* Log the line stderr has not finished, if any. */
+void stdio_stderr_flush(struct stdio_child *ch);
+/* true: a warning about a malformed frame may be logged now. */
+bool stdio_warn_take(struct stdio_child *ch);
+/* Log how many lines the budgets held back, if any. */
+void stdio_log_held_back(struct stdio_child *ch);
 
 /* After a caller found its reply, the I/O thread leaves stdout to the
  * callers this long (ms), so a stream of calls does not hand it back and

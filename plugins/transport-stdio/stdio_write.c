@@ -1,0 +1,170 @@
+/*
+ * stdio_write.c - the stdin writer: one request line, whole or with an
+ * honest account of how much of it left.
+ *
+ * Thread rules: any thread holding the connection's write token.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "aur_perturb.h"
+
+/* ------------------------------------------------------------------ */
+/* The writer                                                         */
+/* ------------------------------------------------------------------ */
+
+static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
+                     const struct aur_host *h, size_t *done, int *eno)
+{
+    size_t total = len + 1;
+
+    while (*done < total) {
+        struct iovec iov[2];
+        int cnt = 0;
+        ssize_t n;
+
+        if (*done < len)
+            iov[cnt++] = (struct iovec){(void *)(buf + *done), len - *done};
+        iov[cnt++] = (struct iovec){(void *)"\n", 1};
+        AUR_PERTURB("stdio.write");
+        n = writev(fd, iov, cnt);
+        if (n > 0) {
+            *done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            int64_t rem = aur_remaining_ms(h, dl);
+            if (rem == 0)
+                return AUR_E_TIMEOUT;
+            poll(&p, 1, rem > INT_MAX ? INT_MAX : (int)rem);
+            continue; /* POLLERR shows up as EPIPE on the next writev */
+        }
+        *eno = n < 0 ? errno : EIO;
+        return *eno == EPIPE ? AUR_E_CLOSED : AUR_E_IO;
+    }
+    return AUR_OK;
+}
+
+/* A write found stdin closed: the child is most likely dying.  Wait for
+ * its exit to be decided (STDIO_LINGER_MS and a little; never past dl) so the
+ * error can say how it ended and what it printed, not only "closed its
+ * stdin". */
+static int closed_stdin(struct stdio_child *ch, aur_deadline dl,
+                        struct aur_error *err)
+{
+    const struct aur_host *h = ch->conn->st->host;
+    int64_t until = h->now_ms() + 2 * STDIO_LINGER_MS;
+    char why[AUR_ERR_MSG_SIZE] = "";
+
+    if (dl < until)
+        until = dl;
+    pthread_mutex_lock(&ch->mu);
+    while (!ch->exit_why[0] && !ch->retired &&
+           stdio_cond_wait(h, &ch->cv, &ch->mu, until))
+        ;
+    snprintf(why, sizeof why, "%s", ch->exit_why);
+    pthread_mutex_unlock(&ch->mu);
+    if (why[0])
+        return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: %s",
+                        ch->conn->package, why);
+    return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: App closed its stdin",
+                    ch->conn->package);
+}
+
+int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
+                      aur_deadline dl, struct aur_error *err)
+{
+    const char *pkg = ch->conn->package;
+    sigset_t pipe_set, old, pending;
+    struct sigaction sa;
+    bool was_pending;
+    size_t done = 0;
+    bool exited;
+    int rc, eno = 0;
+
+    int64_t id;
+    bool is_call, tracked = stdio_request_id(buf, len, &id, &is_call);
+
+    pthread_mutex_lock(&ch->mu);
+    exited = ch->exited;
+    /* Before the bytes leave: the reply may come first. */
+    if (tracked && !exited)
+        stdio_ids_add(ch, id);
+    pthread_mutex_unlock(&ch->mu);
+    if (exited || ch->in_fd < 0 || ch->in_broken) {
+        if (tracked && !exited) {
+            pthread_mutex_lock(&ch->mu);
+            stdio_ids_remove(ch, id);
+            pthread_mutex_unlock(&ch->mu);
+        }
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: %s", pkg,
+                        ch->in_broken ? "stdin framing lost by an "
+                                        "earlier failed write"
+                                      : "App process has exited");
+    }
+
+    /* The host normally ignores SIGPIPE; if it does not, a write to a dead
+     * child must still not kill it: block the signal on this thread and
+     * swallow the one our EPIPE raised.  Asking costs one system call per
+     * write instead of the three of the masking. */
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN) {
+        rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
+                       &eno);
+    } else {
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+        sigpending(&pending);
+        was_pending = sigismember(&pending, SIGPIPE) == 1;
+        rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
+                       &eno);
+        if (rc == AUR_E_CLOSED && !was_pending) {
+            struct timespec zero = {0, 0};
+            sigtimedwait(&pipe_set, NULL, &zero);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+
+    if (rc == AUR_OK)
+        return AUR_OK;
+    if (tracked) {
+        pthread_mutex_lock(&ch->mu);
+        stdio_ids_remove(ch, id);
+        pthread_mutex_unlock(&ch->mu);
+    }
+    if (rc == AUR_E_CLOSED || done > 0)
+        ch->in_broken = true;
+    /* Some bytes out and no newline: the App may still read them as a
+     * message (a last line without LF is a frame to many readers), so
+     * only a write that put nothing in the pipe is "not sent". */
+    if (done > 0)
+        return aur_fail(err, rc, eno,
+                        "%s: %s after %zu of %zu bytes; the message may "
+                        "have reached the App",
+                        pkg,
+                        rc == AUR_E_TIMEOUT  ? "App did not read its stdin "
+                                               "before the deadline"
+                        : rc == AUR_E_CLOSED ? "App closed its stdin"
+                                             : "write to App stdin failed",
+                        done, len + 1);
+    if (rc == AUR_E_TIMEOUT)
+        return aur_fail(err, AUR_E_NOT_SENT, rc,
+                        "%s: App did not read its stdin before the deadline",
+                        pkg);
+    if (rc == AUR_E_CLOSED)
+        return closed_stdin(ch, dl, err);
+    return aur_fail(err, AUR_E_NOT_SENT, eno, "%s: write to App stdin failed",
+                    pkg);
+}

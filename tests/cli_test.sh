@@ -132,6 +132,25 @@ expect_has "$out" 'App process exited with status 3; its stderr ended: \"' "star
 expect_has "$out" 'cannot open db: token=***' "startup error quotes stderr, redacted"
 case "$out$(cat "$T/err")" in *aur-canary-77*) bad "a whitelisted value reached the output or log" ;; *) ok ;; esac
 
+# --- a log nobody reads -------------------------------------------------
+# serve's stderr is a FIFO that is held open and never read: once the pipe
+# is full, log lines are dropped (and counted), never waited for, so the
+# host still starts, answers and stops.  Three Apps print 200 KiB of
+# stderr at startup, well past the pipe's 64 KiB.
+mkcfg "$T/u"
+sed -i 's/^log_level = error/log_level = debug/' "$T/u/host.ini"
+for i in 1 2 3; do
+    addapp "$T/u" "$i.ini" "org.test.loud$i" 10 --era modern --tools 1 --stderr-lines 3000 --stderr-text "$(printf '%0100d' 0)"
+done
+mkfifo "$T/u/err"
+exec 7<>"$T/u/err"
+out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.loud1.t0000","arguments":{"text":"still here"}}' |
+    timeout -k 5 60 "$BIN" serve -c "$T/u" 2>"$T/u/err")
+expect_eq $? 0 "serve with an unread stderr exits 0"
+expect_has "$out" '{"id":1,"result":{"status":"succeeded","content":"still here"' "serve answers with an unread stderr"
+exec 7>&-
+expect_eq "$(leftover "$T/u")" 0 "no child after serve with an unread stderr"
+
 # --- serve ---------------------------------------------------------------
 mkcfg "$T/s"
 # The slow answer is 1.5 s away: the fast one overtakes it even on a

@@ -3,9 +3,14 @@
 #include "clock.h"
 #include "log.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The log is process-wide by nature (stderr is); one mutex keeps lines
@@ -60,6 +65,72 @@ static struct log_bucket buckets[LOG_BUCKETS];
 static size_t pending;  /* buckets with suppressed lines */
 static int64_t swept_ms; /* the last sweep of their summaries */
 
+/*
+ * stderr never blocks a caller (docs/budgets.md, "Log volume"): a host
+ * whose stderr nobody reads (a full pipe, a stopped terminal) would
+ * otherwise stop in the middle of a call with log_mu held, and every
+ * thread after it.  Lines are written without waiting on a description of
+ * stderr of our own: a pipe or terminal is opened again through
+ * /proc/self/fd/2 with O_NONBLOCK (never set on fd 2 itself, which the
+ * parent shares), a socket is written with MSG_DONTWAIT, a file as it
+ * is.  A line it cannot take now is dropped and counted; the count goes
+ * out before the next line it takes.  A line goes out in one write of at
+ * most PIPE_BUF bytes, so a pipe never holds half of one.  The log file
+ * (a regular file) gets every line whole.  Guarded by log_mu.
+ */
+static int err_fd = -1;      /* ours, or STDERR_FILENO when reopening failed */
+static bool err_sock;        /* send(MSG_DONTWAIT) */
+static uint64_t err_dropped; /* lines stderr did not take, not yet said */
+
+static void stderr_open_locked(void)
+{
+    struct stat st;
+
+    if (err_fd > STDERR_FILENO)
+        close(err_fd);
+    err_fd = STDERR_FILENO;
+    err_sock = false;
+    if (fstat(STDERR_FILENO, &st) != 0)
+        return;
+    if (S_ISSOCK(st.st_mode)) {
+        err_sock = true;
+    } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+        int fd = open("/proc/self/fd/2",
+                      O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0)
+            err_fd = fd;
+    }
+}
+
+/* true: all n bytes went to stderr now.  Nothing taken: false at once;
+ * half a line taken (a terminal or a socket may): the rest gets ten
+ * milliseconds at most. */
+static bool stderr_put(const char *b, size_t n)
+{
+    size_t done = 0;
+    int waits = 0;
+
+    while (done < n) {
+        ssize_t w = err_sock ? send(err_fd, b + done, n - done,
+                                    MSG_DONTWAIT | MSG_NOSIGNAL)
+                             : write(err_fd, b + done, n - done);
+        if (w > 0) {
+            done += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && done > 0 &&
+            waits++ < 10) {
+            struct pollfd p = {.fd = err_fd, .events = POLLOUT};
+            poll(&p, 1, 1);
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
 int aur__log_setup(int level, const char *path, struct aur_error *err)
 {
     FILE *f = NULL;
@@ -84,6 +155,7 @@ int aur__log_setup(int level, const char *path, struct aur_error *err)
         fclose(log_file);
     log_file = f;
     log_level = level;
+    stderr_open_locked();
     pthread_mutex_unlock(&log_mu);
     return AUR_OK;
 }
@@ -97,6 +169,9 @@ void aur__log_teardown(void)
     if (log_file)
         fclose(log_file);
     log_file = NULL;
+    if (err_fd > STDERR_FILENO)
+        close(err_fd);
+    err_fd = -1;
     pthread_mutex_unlock(&log_mu);
 }
 
@@ -143,7 +218,34 @@ static void escape_controls(const char *in, char *out, size_t size)
 /* Write one finished line; log_mu held. */
 static void emit_locked(const char *out)
 {
-    fprintf(stderr, "%s\n", out);
+    char line[PIPE_BUF];
+    size_t n = strlen(out);
+
+    if (err_fd < 0)
+        stderr_open_locked(); /* a line before any setup */
+    if (err_dropped) {
+        char ts[40];
+        int k;
+        aur__utc_now(ts, sizeof ts);
+        k = snprintf(line, sizeof line,
+                     "%s WARN log: %llu lines were not written to stderr: "
+                     "it did not take them in time (is it read?)\n",
+                     ts, (unsigned long long)err_dropped);
+        if (k > 0 && stderr_put(line, (size_t)k))
+            err_dropped = 0;
+    }
+    if (n > sizeof line - 1) {
+        static const char cut[] = " [cut]";
+        n = sizeof line - sizeof cut;
+        memcpy(line, out, n);
+        memcpy(line + n, cut, sizeof cut - 1);
+        n += sizeof cut - 1;
+    } else {
+        memcpy(line, out, n);
+    }
+    line[n++] = '\n';
+    if (err_dropped || !stderr_put(line, n))
+        err_dropped++;
     if (log_file)
         fprintf(log_file, "%s\n", out);
 }

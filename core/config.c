@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include <aurora/aur_host.h>
+
 #include "config_int.h"
 
 #define HOST_FILE "host.ini"
@@ -372,11 +374,20 @@ static int load_host(struct aur__cfg_ctx *ctx, struct aur__config *c)
             strcmp(s->cfg.section, "mcp") == 0)
             continue;
         if (!is_plugin(c, s->cfg.section)) {
+            const char *names[66], *near;
+            size_t nn = 0;
             char key[64];
+            names[nn++] = "host";
+            names[nn++] = "mcp";
+            for (size_t p = 0; p < c->nplugins && nn < 66; p++)
+                names[nn++] = c->plugins[p];
+            near = aur_suggest(s->cfg.section, names, nn);
             snprintf(key, sizeof key, "[%.60s]", s->cfg.section);
             rc = aur__cfg_fail(ctx, HOST_FILE, s->line, key,
                                "unknown section (not host, mcp or a plugin "
-                               "named in plugins)");
+                               "named in plugins)%s%s%s",
+                               near ? "; did you mean [" : "",
+                               near ? near : "", near ? "]?" : "");
             goto out;
         }
         n++;

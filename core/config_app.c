@@ -17,6 +17,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include <aurora/aur_host.h>
+
 #include "config_int.h"
 #include "names.h"
 
@@ -298,10 +300,14 @@ static int check_sections(struct app_doc *d)
         if (strcmp(s->cfg.section, "app") != 0 &&
             strcmp(s->cfg.section, "stdio") != 0 &&
             strcmp(s->cfg.section, "http") != 0) {
+            static const char *const known[] = {"app", "stdio", "http"};
+            const char *near = aur_suggest(s->cfg.section, known, 3);
             char key[64];
             snprintf(key, sizeof key, "[%.60s]", s->cfg.section);
             return aur__cfg_fail(d->ctx, d->ini->file, s->line, key,
-                                 "unknown section (want app, stdio, http)");
+                                 "unknown section (want app, stdio, http)%s%s%s",
+                                 near ? "; did you mean [" : "",
+                                 near ? near : "", near ? "]?" : "");
         }
     }
     d->app = aur__ini_find(d->ini, "app");

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <aurora/aur_host.h>
+
 #include "config_int.h"
 #include "names.h"
 
@@ -447,9 +449,17 @@ int aur__check_keys(struct aur__cfg_ctx *ctx, const struct aur__ini_sec *sec,
         for (j = 0; j < nrules; j++)
             if (strcmp(rules[j].key, kv->key) == 0)
                 break;
-        if (j == nrules)
+        if (j == nrules) {
+            const char *names[64], *near;
+            size_t nn = 0;
+            for (j = 0; j < nrules && nn < 64; j++)
+                names[nn++] = rules[j].key;
+            near = aur_suggest(kv->key, names, nn);
             return aur__cfg_fail(ctx, sec->cfg.file, kv->line, kv->key,
-                                 "unknown key in [%s]", sec->cfg.section);
+                                 "unknown key in [%s]%s%s%s",
+                                 sec->cfg.section, near ? " (did you mean " : "",
+                                 near ? near : "", near ? "?)" : "");
+        }
         if (rules[j].repeat)
             continue;
         for (k = 0; k < i; k++)

@@ -8,6 +8,9 @@
 #include <check.h>
 #include <stdio.h>
 
+#include <aurora/aur_host.h>
+#include <string.h>
+
 #include "names.h"
 
 struct ex {
@@ -420,6 +423,53 @@ START_TEST(pattern_wildcards)
 }
 END_TEST
 
+/* "Did you mean": typos within the budget, never a guess. */
+START_TEST(suggest_typos)
+{
+    static const char *const keys[] = {"command", "arg", "working_dir",
+                                       "env", "url", "auth_env", "ca_file"};
+    static const char *const cmds[] = {"check", "discover", "call", "serve",
+                                       "journal", "plugin-info"};
+    char longw[300], longn[300];
+    const char *names2[2];
+
+    ck_assert_str_eq(aur_suggest("comand", keys, 7), "command");
+    ck_assert_str_eq(aur_suggest("workign_dir", keys, 7), "working_dir");
+    ck_assert_str_eq(aur_suggest("args", keys, 7), "arg");
+    ck_assert_str_eq(aur_suggest("auth-env", keys, 7), "auth_env");
+    ck_assert_str_eq(aur_suggest("discovr", cmds, 6), "discover");
+    ck_assert_str_eq(aur_suggest("srve", cmds, 6), "serve");
+    ck_assert_str_eq(aur_suggest("jorunal", cmds, 6), "journal");
+    /* Too far, empty, exact, or a tie: nothing. */
+    ck_assert_ptr_null(aur_suggest("frobnicate", cmds, 6));
+    ck_assert_ptr_null(aur_suggest("xyz", keys, 7));
+    ck_assert_ptr_null(aur_suggest("", keys, 7));
+    ck_assert_ptr_null(aur_suggest(NULL, keys, 7));
+    ck_assert_ptr_null(aur_suggest("call", cmds, 6));
+    names2[0] = "cat";
+    names2[1] = "car";
+    ck_assert_ptr_null(aur_suggest("caX", names2, 2));
+    /* A short word gets one edit, not two. */
+    names2[0] = "url";
+    ck_assert_str_eq(aur_suggest("urX", names2, 1), "url");
+    ck_assert_ptr_null(aur_suggest("uXX", names2, 1));
+    /* Long tool ids: the closest of many, bounded lengths. */
+    ck_assert_str_eq(aur_suggest("aur.mcp.org.example.fs.read_fiel",
+                                 (const char *const[]){
+                                     "aur.mcp.org.example.fs.read_file",
+                                     "aur.mcp.org.example.fs.write_file",
+                                     "aur.mcp.org.example.fs.list"},
+                                 3),
+                     "aur.mcp.org.example.fs.read_file");
+    memset(longw, 'a', 299);
+    longw[299] = '\0';
+    memcpy(longn, longw, sizeof longn);
+    longn[0] = 'b';
+    names2[0] = longn;
+    ck_assert_ptr_null(aur_suggest(longw, names2, 1));
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
     Suite *s = suite_create("names");
@@ -435,6 +485,7 @@ static Suite *names_suite(void)
     tcase_add_test(g, scope_grammar);
     tcase_add_test(g, event_id_grammar);
     tcase_add_test(g, utf8_length);
+    tcase_add_test(g, suggest_typos);
     suite_add_tcase(s, g);
     tcase_add_test(p, pattern_matching);
     tcase_add_test(p, pattern_many_double_stars_is_fast);

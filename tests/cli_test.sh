@@ -53,6 +53,19 @@ printf '[app]\npackage = Bad\n' >"$T/a/apps.d/z.ini"
 expect_has "$(cat "$T/out")" 'apps.d/z.ini' "error names the file"
 rm "$T/a/apps.d/z.ini"
 
+# "Did you mean": commands, keys, sections, tool ids.
+out=$("$BIN" discovr -c "$T/a" 2>&1); expect_eq $? 2 "misspelt command"
+expect_has "$out" "unknown command 'discovr' (did you mean discover?)" "command suggestion"
+cp "$T/a/apps.d/a.ini" "$T/a.ini.keep"
+sed -i 's/^working_dir = /workign_dir = /' "$T/a/apps.d/a.ini"
+out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "misspelt key"
+expect_has "$out" 'unknown key in [stdio] (did you mean working_dir?)' "key suggestion"
+cp "$T/a.ini.keep" "$T/a/apps.d/a.ini"
+sed -i 's/^\[stdio\]/[stido]/' "$T/a/apps.d/a.ini"
+out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "misspelt section"
+expect_has "$out" 'did you mean [stdio]?' "section suggestion"
+cp "$T/a.ini.keep" "$T/a/apps.d/a.ini"
+
 # --- discover -----------------------------------------------------------
 out=$("$BIN" discover -c "$T/a" 2>/dev/null); expect_eq $? 0 "discover"
 expect_has "$out" '"negotiated_version":"2026-07-28"' "discover version"
@@ -75,6 +88,8 @@ out=$(echo '{"text":"stdin"}' | "$BIN" call -c "$T/a" aur.mcp.org.test.cli.t0000
 expect_has "$out" '"content":"stdin"' "call stdin content"
 "$BIN" call -c "$T/a" aur.mcp.org.test.cli.t0000 '[1]' >/dev/null 2>&1; expect_eq $? 2 "call non-object args"
 "$BIN" call -c "$T/a" aur.mcp.org.test.cli.nope >/dev/null 2>&1; expect_eq $? 3 "call unknown tool"
+out=$("$BIN" call -c "$T/a" aur.mcp.org.test.cli.t00000 2>/dev/null); expect_eq $? 3 "call misspelt tool"
+expect_has "$out" 'unknown tool id: aur.mcp.org.test.cli.t00000 (did you mean aur.mcp.org.test.cli.t0000?)' "tool id suggestion"
 mkcfg "$T/c"
 addapp "$T/c" a.ini org.test.cli 5 --era modern --call-result '{"content":[],"isError":true}'
 "$BIN" call -c "$T/c" aur.mcp.org.test.cli.t0000 >/dev/null 2>&1; expect_eq $? 4 "call unknown exit"

@@ -359,6 +359,27 @@ static int bad_usage(const char *why)
     return EXIT_USAGE;
 }
 
+static const char *const commands[] = {"check",   "discover", "call",
+                                       "serve",   "journal",  "plugin-info"};
+#define NCOMMANDS (sizeof commands / sizeof *commands)
+
+static bool known_command(const char *cmd)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(cmd, commands[i]) == 0)
+            return true;
+    return false;
+}
+
+static int unknown_command(const char *cmd)
+{
+    const char *near = aur_suggest(cmd, commands, NCOMMANDS);
+    fprintf(stderr, "aurora-mcp: unknown command '%s'%s%s%s\n%s", cmd,
+            near ? " (did you mean " : "", near ? near : "", near ? "?)" : "",
+            usage);
+    return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -403,6 +424,8 @@ int main(int argc, char **argv)
     if (optind >= argc)
         return bad_usage("missing command");
     cmd = argv[optind++];
+    if (!known_command(cmd))
+        return unknown_command(cmd);
     if (strcmp(cmd, "plugin-info") == 0) {
         if (argc - optind != 1)
             return bad_usage("plugin-info takes one FILE.so");
@@ -431,5 +454,5 @@ int main(int argc, char **argv)
         cli_signals_stop();
         return c;
     }
-    return bad_usage("bad command or arguments");
+    return bad_usage("bad arguments for this command");
 }

@@ -224,6 +224,9 @@ struct aur__scope_view *aur__scope_view_new(struct json_object *s, bool copy);
 int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err);
 struct aur__tool *aur__registry_find(const struct aur_mcp *mcp,
                                      const char *id);
+/* The registered id closest to id ("did you mean", aur_suggest), or NULL;
+ * borrowed from the registry. */
+const char *aur__registry_suggest(const struct aur_mcp *mcp, const char *id);
 int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err);
 
 /* budget.c: the per-tool budgets of app's config, checked on tj (one

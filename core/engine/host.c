@@ -294,10 +294,13 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
     bool active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
     t = active && tool_id ? aur__registry_find(h, tool_id) : NULL;
     if (!t) {
+        const char *near =
+            active && tool_id ? aur__registry_suggest(h, tool_id) : NULL;
         out->status = AUR_CALL_FAILED;
         out->content = aur__strdup_printf(
-            active ? "unknown tool id: %s" : "host is not running: %s",
-            tool_id ? tool_id : "(null)");
+            "%s: %s%s%s%s", active ? "unknown tool id" : "host is not running",
+            tool_id ? tool_id : "(null)", near ? " (did you mean " : "",
+            near ? near : "", near ? "?)" : "");
         out->content_len = strlen(out->content);
         return AUR_OK;
     }

@@ -96,6 +96,20 @@ struct aur__tool *aur__registry_find(const struct aur_mcp *mcp, const char *id)
     return NULL;
 }
 
+const char *aur__registry_suggest(const struct aur_mcp *mcp, const char *id)
+{
+    const char **ids = malloc((mcp->nregistry + 1) * sizeof *ids);
+    const char *near;
+
+    if (!ids)
+        return NULL;
+    for (size_t i = 0; i < mcp->nregistry; i++)
+        ids[i] = mcp->registry[i]->id;
+    near = aur_suggest(id, ids, mcp->nregistry);
+    free(ids);
+    return near;
+}
+
 int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err)
 {
     const struct aur__config *cfg = mcp->cfg;
@@ -107,11 +121,15 @@ int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err)
             if (pat[0] == '!')
                 continue; /* exclusions are never checked */
             if (!aur__pattern_has_wildcard(pat)) {
-                if (!aur__registry_find(mcp, pat))
+                if (!aur__registry_find(mcp, pat)) {
+                    const char *near = aur__registry_suggest(mcp, pat);
                     return aur_fail(err, AUR_E_AGENTS, 0,
                                     "agents.ini:%d: agent %s references an "
-                                    "unregistered tool: %s",
-                                    ag->tool_lines[e], ag->id, pat);
+                                    "unregistered tool: %s%s%s%s",
+                                    ag->tool_lines[e], ag->id, pat,
+                                    near ? " (did you mean " : "",
+                                    near ? near : "", near ? "?)" : "");
+                }
                 continue;
             }
             for (size_t i = 0; i < mcp->nregistry; i++)

@@ -103,6 +103,15 @@ struct aur_tool_info {
 };
 
 /*
+ * "Did you mean": the one of names[0..n) closest to word by edit distance
+ * (insert, delete, substitute, swap of neighbours), if it is close enough
+ * to be a typo (1 edit for words up to 4 bytes, 2 up to 12, else 3) and
+ * no other name is as close; else NULL.  Returns one of names (borrowed).
+ * Words and names over 256 bytes are never matched.  Pure; any thread.
+ */
+const char *aur_suggest(const char *word, const char *const *names, size_t n);
+
+/*
  * Load and validate config_dir (host.ini, apps.d, agents.ini) and the
  * plugins it names; start nothing.  plugin_dir overrides host.ini's
  * plugin_dir when non-NULL.  On failure *serr (optional) tells the file,

@@ -136,6 +136,13 @@ printf 'env = AUR_CLI_UNSET_VAR\nenv = AUR_CLI_SET_VAR\n' >>"$T/e/apps.d/a.ini"
 out=$(unset AUR_CLI_UNSET_VAR; AUR_CLI_SET_VAR=v "$BIN" discover -c "$T/e" 2>&1 >/dev/null); expect_eq $? 0 "discover with an unset whitelisted variable"
 expect_has "$out" "org.test.env: env AUR_CLI_UNSET_VAR is whitelisted but not set" "unset whitelisted variable named"
 case $out in *AUR_CLI_SET_VAR*) bad "a set variable is mentioned: $out" ;; *) ok ;; esac
+# -q takes the warning away (warn -> error), -v adds INFO lines, -vv DEBUG.
+out=$(unset AUR_CLI_UNSET_VAR; "$BIN" -q discover -c "$T/e" 2>&1 >/dev/null); expect_eq "$out" "" "-q: no warning"
+out=$(unset AUR_CLI_UNSET_VAR; "$BIN" discover -c "$T/e" -v 2>&1 >/dev/null)
+expect_has "$out" "INFO app org.test.env: ready with 1 tools" "-v: info lines"
+case $out in *" DEBUG "*) bad "-v shows debug lines" ;; *) ok ;; esac
+out=$(unset AUR_CLI_UNSET_VAR; "$BIN" discover --verbose -v -c "$T/e" 2>&1 >/dev/null)
+expect_has "$out" " DEBUG app org.test.env:" "-vv: debug lines"
 
 # A server that dies during startup: the error names how it ended and
 # quotes the end of its stderr, with whitelisted values blanked out.

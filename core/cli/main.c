@@ -28,6 +28,8 @@ static const char usage[] =
     "stdin\n"
     "  aurora-mcp journal     -c DIR [--after N] [--scope S]\n"
     "  aurora-mcp plugin-info FILE.so\n"
+    "options: -v/--verbose, -q/--quiet (repeatable): more or less log on\n"
+    "         stderr than host.ini's log_level, one level each\n"
     "exit status: 0 ok, 1 startup/runtime failure, 2 usage or config error,\n"
     "             3 the call failed, 4 the call's effect is unknown\n";
 
@@ -158,6 +160,9 @@ static void destroy_host(struct aur_mcp *h)
     aur_mcp_destroy(h);
 }
 
+/* -v minus -q: steps of log level away from host.ini's. */
+static int verbosity;
+
 int cli_start(const char *dir, struct aur_mcp **out)
 {
     struct aur_startup_error serr;
@@ -169,6 +174,7 @@ int cli_start(const char *dir, struct aur_mcp **out)
         cli_print_startup_error(&serr);
         return exit_for(&serr);
     }
+    aur_mcp_log_verbosity(h, verbosity);
     signals_attach(h);
     if (aur_mcp_start(h, &serr, &err) != AUR_OK) {
         cli_print_startup_error(&serr);
@@ -216,6 +222,7 @@ static int cmd_check(const char *dir)
         cli_print_startup_error(&serr);
         return EXIT_USAGE;
     }
+    aur_mcp_log_verbosity(h, verbosity);
     o = aur_mcp_status_json(h, 0);
     json_object_object_add(o, "ok", json_object_new_boolean(1));
     cli_print_json(o);
@@ -388,6 +395,8 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"after", required_argument, NULL, 'a'},
         {"scope", required_argument, NULL, 's'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *scope = NULL, *cmd;
@@ -396,8 +405,14 @@ int main(int argc, char **argv)
     int c;
 
     /* Options may follow the command: "+" is not used on purpose. */
-    while ((c = getopt_long(argc, argv, "hVc:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hVc:vq", opts, NULL)) != -1) {
         switch (c) {
+        case 'v':
+            verbosity++;
+            break;
+        case 'q':
+            verbosity--;
+            break;
         case 'h':
             fputs(usage, stdout);
             return EXIT_OK;

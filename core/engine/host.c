@@ -158,6 +158,12 @@ static void new_startup_id(char out[33])
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+void aur_mcp_log_verbosity(struct aur_mcp *h, int delta)
+{
+    if (h && h->cfg)
+        aur__log_set_level(h->cfg->log_level + delta);
+}
+
 int aur_mcp_create(const char *config_dir, const char *plugin_dir,
                    struct aur_mcp **out, struct aur_startup_error *serr,
                    struct aur_error *err)

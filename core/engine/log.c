@@ -154,7 +154,7 @@ int aur__log_setup(int level, const char *path, struct aur_error *err)
     if (log_file)
         fclose(log_file);
     log_file = f;
-    log_level = level;
+    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
     stderr_open_locked();
     pthread_mutex_unlock(&log_mu);
     return AUR_OK;
@@ -173,6 +173,15 @@ void aur__log_teardown(void)
         close(err_fd);
     err_fd = -1;
     pthread_mutex_unlock(&log_mu);
+}
+
+void aur__log_set_level(int level)
+{
+    if (level < AUR_LOG_ERROR)
+        level = AUR_LOG_ERROR;
+    if (level > AUR_LOG_DEBUG)
+        level = AUR_LOG_DEBUG;
+    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
 }
 
 int aur__log_level(void)

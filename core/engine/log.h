@@ -18,6 +18,8 @@
  * stderr only.  May be called again; the previous file is closed. */
 int aur__log_setup(int level, const char *path, struct aur_error *err);
 void aur__log_teardown(void);
+/* Set the level alone (clamped to ERROR..DEBUG); any thread. */
+void aur__log_set_level(int level);
 int aur__log_level(void);
 
 /* One line "<time> <LEVEL> <tag>: <message>". tag may be NULL. */

@@ -121,6 +121,11 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
                    struct aur_mcp **out, struct aur_startup_error *serr,
                    struct aur_error *err);
 
+/* More (delta > 0) or less (delta < 0) log output than host.ini's
+ * log_level says, one level per step, within error..debug: the CLI's -v
+ * and -q.  Any time, any thread; the log is the process's. */
+void aur_mcp_log_verbosity(struct aur_mcp *h, int delta);
+
 /* Add a builtin tool before start.  id must match aur(.[a-z][a-z0-9_-]*){2,}
  * and must not collide with a discovered MCP tool at start. schema is
  * borrowed (NULL = {"type":"object"}). */

@@ -268,6 +268,8 @@ static const struct budget_key {
      offsetof(struct aur__budgets, app_memory)},
     {"max_queued_bytes", 65536, 68719476736LL, 33554432,
      offsetof(struct aur__budgets, queued_bytes)},
+    /* serve's worker count: one App can take every worker, no more. */
+    {"max_in_flight", 1, 65536, 64, offsetof(struct aur__budgets, in_flight)},
 };
 
 void aur__budgets_default(struct aur__budgets *b)

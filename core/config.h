@@ -47,6 +47,7 @@ struct aur__budgets {
     int64_t result_bytes; /* max_result_bytes */
     int64_t app_memory;   /* max_app_memory_bytes */
     int64_t queued_bytes; /* max_queued_bytes */
+    int64_t in_flight;    /* max_in_flight: calls sent and not yet ended */
 };
 
 struct aur__app_cfg {

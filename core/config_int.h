@@ -103,7 +103,8 @@ char *aur__path_join(const char *dir, const char *rel);
         {"max_description_bytes", false, false},                              \
         {"max_result_bytes", false, false},                                   \
         {"max_app_memory_bytes", false, false},                               \
-        {"max_queued_bytes", false, false}
+        {"max_queued_bytes", false, false},                                   \
+        {"max_in_flight", false, false}
 
 /*
  * The budget values (struct aur__budgets, config.c): set *b to the built-in

@@ -370,6 +370,30 @@ expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p' | sort -un | wc 
 expect_eq "$(echo "$out" | wc -l)" 101 "one answer per call (drain)"
 expect_eq "$(leftover "$T/l")" 0 "no child after SIGTERM (drain)"
 
+# max_in_flight per App: with 2, a third hanging call waits unsent (the
+# App sees two); the close answers the two unknown and the waiting one
+# failed, never sent.
+mkcfg "$T/m"
+addapp "$T/m" a.ini org.test.hang 30 --era modern --hang-at call
+sed -i 's/^timeout_seconds = 30$/timeout_seconds = 30\nmax_in_flight = 2/' "$T/m/apps.d/a.ini"
+mkfifo "$T/m/in"
+"$BIN" serve -c "$T/m" <"$T/m/in" >"$T/m/out" 2>/dev/null &
+pid=$!
+exec 8>"$T/m/in"
+for i in 1 2 3; do
+    echo '{"id":'"$i"',"op":"call","tool":"aur.mcp.org.test.hang.t0000","arguments":{}}' >&8
+done
+for _ in $(seq 300); do [ "$(calls_seen "$T/m")" -ge 2 ] && break; sleep 0.1; done
+sleep 1 # a third call would be logged by now
+expect_eq "$(calls_seen "$T/m")" 2 "max_in_flight = 2: two calls reach the App"
+kill -TERM "$pid"
+exec 8>&-
+wait "$pid"
+out=$(cat "$T/m/out")
+expect_eq "$(echo "$out" | grep -c '"status":"unknown"')" 2 "max_in_flight: the two sent end unknown"
+expect_eq "$(echo "$out" | grep -c '"status":"failed","content":"MCP call not sent: the App closed while the call waited for a slot"')" 1 "max_in_flight: the waiting one failed, not sent"
+expect_eq "$(leftover "$T/m")" 0 "no child after max_in_flight"
+
 # Calls that cannot be served or queued are answered busy, the rest wait:
 # 64 in flight (counted by the App), up to 4096 queued, past that busy; a
 # SIGTERM then answers the 64 unknown and the queued and unread ones

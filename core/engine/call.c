@@ -544,7 +544,7 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     struct aur__rpc_end end;
     char *text = NULL;
     size_t tlen = 0;
-    bool has[2], maybe_sent;
+    bool has[2], maybe_sent, gated = false;
     struct aur__pending *p = NULL;
     struct aur__rpc *rpc = NULL;
     struct aur_error err;
@@ -568,6 +568,26 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     if (timeout_ms < 0 || timeout_ms > app->cfg->timeout_ms)
         timeout_ms = app->cfg->timeout_ms;
     dl = aur__now_ms() + timeout_ms;
+    /* max_in_flight: later calls queue here, unsent, until one ends; a
+     * call still queued at its deadline or at close was never sent. */
+    pthread_mutex_lock(&app->mu);
+    while (app->calls_sent >= app->cfg->budgets.in_flight && !app->closing &&
+           !app->disconnected &&
+           aur__cond_wait_until(&app->cv, &app->mu, dl) == 0)
+        ;
+    gated = app->calls_sent < app->cfg->budgets.in_flight && !app->closing &&
+            !app->disconnected;
+    if (gated)
+        app->calls_sent++;
+    pthread_mutex_unlock(&app->mu);
+    if (!gated) {
+        set_out(out, AUR_CALL_FAILED,
+                "MCP call not sent: %s", app->closing || app->disconnected
+                    ? "the App closed while the call waited for a slot"
+                    : "max_in_flight calls of this App were still running "
+                      "at the call's deadline");
+        goto out;
+    }
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
     rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p,
                    &maybe_sent, &err);
@@ -612,6 +632,8 @@ mapped:
 out:
     json_object_put(reply);
     pthread_mutex_lock(&app->mu);
+    if (gated)
+        app->calls_sent--;
     app->inflight--;
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);

@@ -113,6 +113,7 @@ struct aur__app {
     bool activated;            /* (mu) events and runtime signals flow */
     bool closing;              /* (mu) late signals are ignored */
     int inflight;              /* (mu) calls using rpc right now */
+    int64_t calls_sent;        /* (mu) of them past the max_in_flight gate */
     bool opened;
     bool listed;  /* (mcp->mu) a clean pass is in, waiting for the freeze */
     bool frozen;  /* (mcp->mu) its catalog is part of the frozen registry */

@@ -105,6 +105,27 @@ expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
 out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
 expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
+# --- choosing Apps for one run ----------------------------------------------
+# --app starts only the named Apps, --disable leaves one out; the others
+# show "disabled" with why; an unknown package is a usage error naming the
+# closest one; an agent's exact reference to a left-out App's tool warns.
+mkcfg "$T/k"
+addapp "$T/k" 1.ini org.test.one 5 --era modern --tools 1
+addapp "$T/k" 2.ini org.test.two 5 --era modern --tools 1
+printf '[agent root]\ntools = aur.mcp.org.test.two.t0000\ntools = aur.mcp.org.test.one.*\n' >"$T/k/agents.ini"
+out=$("$BIN" discover -v -c "$T/k" --app org.test.one 2>"$T/err"); expect_eq $? 0 "--app one"
+expect_has "$out" '"id":"aur.mcp.org.test.one.t0000"' "--app: its tools"
+case $out in *aur.mcp.org.test.two.t0000*) bad "--app: another App's tool listed" ;; *) ok ;; esac
+expect_has "$out" '"package":"org.test.two","enabled":true,"active":false,"transport":"stdio","state":"disabled"' "--app: the other is disabled"
+expect_has "$(cat "$T/err")" "references aur.mcp.org.test.two.t0000, of an App left out of this run" "--app: agents reference warns"
+out=$("$BIN" discover -c "$T/k" --disable org.test.one 2>/dev/null); expect_eq $? 0 "--disable one"
+expect_has "$out" '"id":"aur.mcp.org.test.two.t0000"' "--disable: the other's tools"
+expect_has "$out" '"package":"org.test.one","enabled":true,"active":false,"transport":"stdio","state":"disabled","negotiated_version":null,"extensions":{},"tool_ids":[],"not_callable_tool_ids":[],"last_error":"left out of this run"' "--disable: left out, with why"
+out=$("$BIN" check -c "$T/k" --app org.test.thre 2>/dev/null); expect_eq $? 2 "--app unknown package"
+expect_has "$out" 'no App has package org.test.thre' "--app unknown: named"
+out=$("$BIN" check -c "$T/k" --app org.test.tw 2>/dev/null); expect_eq $? 2 "--app near package"
+expect_has "$out" '(did you mean org.test.two?)' "--app unknown: suggestion"
+
 # --- paths in the config ------------------------------------------------
 # A command with a '/' is relative to the config directory, wherever the
 # host runs from; a decoy of the same relative path under the caller's

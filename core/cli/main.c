@@ -30,6 +30,8 @@ static const char usage[] =
     "  aurora-mcp plugin-info FILE.so\n"
     "options: -v/--verbose, -q/--quiet (repeatable): more or less log on\n"
     "         stderr than host.ini's log_level, one level each\n"
+    "         --app PKG (repeatable): start only these Apps\n"
+    "         --disable PKG (repeatable): leave this App out\n"
     "exit status: 0 ok, 1 startup/runtime failure, 2 usage or config error,\n"
     "             3 the call failed, 4 the call's effect is unknown\n";
 
@@ -163,6 +165,52 @@ static void destroy_host(struct aur_mcp *h)
 /* -v minus -q: steps of log level away from host.ini's. */
 static int verbosity;
 
+/* --app (only these) and --disable (not these): argv strings. */
+#define MAX_PICKS 256
+static const char *only[MAX_PICKS], *skip[MAX_PICKS];
+static size_t n_only, n_skip;
+
+/* Leave out what --app and --disable say; EXIT_OK or EXIT_USAGE (an
+ * unknown package, printed like a config error). */
+static int apply_picks(struct aur_mcp *h)
+{
+    struct aur_error err;
+    struct json_object *st = NULL, *apps = NULL;
+    int rc = EXIT_OK;
+
+    /* --app names are checked (skip 0 is a no-op), --disable ones left
+     * out, then with --app every App it does not name. */
+    for (size_t i = 0; i < n_only + n_skip && rc == EXIT_OK; i++) {
+        bool out = i >= n_only;
+        const char *pkg = out ? skip[i - n_only] : only[i];
+        if (aur_mcp_skip_app(h, pkg, out, &err) != AUR_OK)
+            rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK && n_only) {
+        st = aur_mcp_status_json(h, 0);
+        json_object_object_get_ex(st, "apps", &apps);
+        for (size_t i = 0; i < json_object_array_length(apps); i++) {
+            const char *pkg = json_object_get_string(json_object_object_get(
+                json_object_array_get_idx(apps, i), "package"));
+            bool keep = false;
+            for (size_t k = 0; k < n_only; k++)
+                keep = keep || strcmp(pkg, only[k]) == 0;
+            if (!keep)
+                aur_mcp_skip_app(h, pkg, 1, &err);
+        }
+    }
+    json_object_put(st);
+    if (rc != EXIT_OK) {
+        struct aur_startup_error serr;
+        memset(&serr, 0, sizeof serr);
+        snprintf(serr.code, sizeof serr.code, "config_invalid");
+        snprintf(serr.phase, sizeof serr.phase, "config");
+        snprintf(serr.message, sizeof serr.message, "%s", err.msg);
+        cli_print_startup_error(&serr);
+    }
+    return rc;
+}
+
 int cli_start(const char *dir, struct aur_mcp **out)
 {
     struct aur_startup_error serr;
@@ -175,6 +223,10 @@ int cli_start(const char *dir, struct aur_mcp **out)
         return exit_for(&serr);
     }
     aur_mcp_log_verbosity(h, verbosity);
+    if (apply_picks(h) != EXIT_OK) {
+        destroy_host(h);
+        return EXIT_USAGE;
+    }
     signals_attach(h);
     if (aur_mcp_start(h, &serr, &err) != AUR_OK) {
         cli_print_startup_error(&serr);
@@ -223,6 +275,10 @@ static int cmd_check(const char *dir)
         return EXIT_USAGE;
     }
     aur_mcp_log_verbosity(h, verbosity);
+    if (apply_picks(h) != EXIT_OK) {
+        aur_mcp_destroy(h);
+        return EXIT_USAGE;
+    }
     o = aur_mcp_status_json(h, 0);
     json_object_object_add(o, "ok", json_object_new_boolean(1));
     cli_print_json(o);
@@ -396,6 +452,8 @@ int main(int argc, char **argv)
         {"after", required_argument, NULL, 'a'},
         {"scope", required_argument, NULL, 's'},
         {"verbose", no_argument, NULL, 'v'},
+        {"app", required_argument, NULL, 'A'},
+        {"disable", required_argument, NULL, 'D'},
         {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
@@ -412,6 +470,15 @@ int main(int argc, char **argv)
             break;
         case 'q':
             verbosity--;
+            break;
+        case 'A':
+        case 'D':
+            if ((c == 'A' ? n_only : n_skip) >= MAX_PICKS)
+                return bad_usage("at most 256 --app and 256 --disable");
+            if (c == 'A')
+                only[n_only++] = optarg;
+            else
+                skip[n_skip++] = optarg;
             break;
         case 'h':
             fputs(usage, stdout);

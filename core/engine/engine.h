@@ -120,6 +120,7 @@ struct aur__app {
 
     /* startup result (its own thread, read after join) */
     bool began;
+    bool skipped; /* aur_mcp_skip_app: left out of this run, as if disabled */
     size_t turn; /* its place in the start order (enabled Apps, config order) */
     int start_rc;
     int fail_order; /* 1 = the first App to fail */

@@ -158,6 +158,37 @@ static void new_startup_id(char out[33])
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+int aur_mcp_skip_app(struct aur_mcp *h, const char *package, int skip,
+                     struct aur_error *err)
+{
+    const char **names;
+    const char *near;
+
+    if (h->started)
+        return aur_fail(err, AUR_E_STATE, 0, "already started");
+    for (size_t i = 0; package && i < h->napps; i++)
+        if (strcmp(h->apps[i].cfg->package, package) == 0) {
+            struct aur__app *a = &h->apps[i];
+            if (!skip && !a->skipped)
+                return AUR_OK;
+            a->skipped = skip != 0;
+            a->state = !skip && h->cfg->mcp_enabled && a->cfg->enabled
+                           ? AUR__S_NOT_STARTED
+                           : AUR__S_DISABLED;
+            aur__set_str(&a->last_error, skip ? "left out of this run" : NULL);
+            return AUR_OK;
+        }
+    names = malloc((h->napps + 1) * sizeof *names);
+    for (size_t i = 0; names && i < h->napps; i++)
+        names[i] = h->apps[i].cfg->package;
+    near = names && package ? aur_suggest(package, names, h->napps) : NULL;
+    aur_fail(err, AUR_E_CONFIG, 0, "no App has package %s%s%s%s",
+             package ? package : "(null)", near ? " (did you mean " : "",
+             near ? near : "", near ? "?)" : "");
+    free(names);
+    return AUR_E_CONFIG;
+}
+
 void aur_mcp_log_verbosity(struct aur_mcp *h, int delta)
 {
     if (h && h->cfg)

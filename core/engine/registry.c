@@ -110,6 +110,29 @@ const char *aur__registry_suggest(const struct aur_mcp *mcp, const char *id)
     return near;
 }
 
+/* id names a tool of an App left out of this run: aur.mcp.<package>.<raw>
+ * (a raw name has no dot, so the package is all but the last segment). */
+static bool skipped_tool(const struct aur_mcp *mcp, const char *id)
+{
+    static const char prefix[] = "aur.mcp.";
+    const char *dot = strrchr(id, '.');
+    size_t plen;
+
+    if (strncmp(id, prefix, sizeof prefix - 1) != 0 || !dot)
+        return false;
+    id += sizeof prefix - 1;
+    if (dot <= id)
+        return false;
+    plen = (size_t)(dot - id);
+    for (size_t i = 0; i < mcp->napps; i++) {
+        const char *p = mcp->apps[i].cfg->package;
+        if (mcp->apps[i].skipped && strlen(p) == plen &&
+            strncmp(p, id, plen) == 0)
+            return true;
+    }
+    return false;
+}
+
 int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err)
 {
     const struct aur__config *cfg = mcp->cfg;
@@ -121,6 +144,13 @@ int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err)
             if (pat[0] == '!')
                 continue; /* exclusions are never checked */
             if (!aur__pattern_has_wildcard(pat)) {
+                if (!aur__registry_find(mcp, pat) && skipped_tool(mcp, pat)) {
+                    aur__log(AUR_LOG_WARN, NULL,
+                             "agents.ini:%d: agent %s references %s, of an "
+                             "App left out of this run",
+                             ag->tool_lines[e], ag->id, pat);
+                    continue;
+                }
                 if (!aur__registry_find(mcp, pat)) {
                     const char *near = aur__registry_suggest(mcp, pat);
                     return aur_fail(err, AUR_E_AGENTS, 0,

@@ -455,7 +455,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     }
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
-        if (!mcp->cfg->mcp_enabled || !a->cfg->enabled)
+        if (!mcp->cfg->mcp_enabled || !a->cfg->enabled || a->skipped)
             continue;
         a->turn = turn++;
         made[i] = pthread_create(&threads[i], NULL, app_thread, a) == 0;

@@ -54,7 +54,8 @@ static struct json_object *app_json(struct aur_mcp *mcp, struct aur__app *a)
     json_object_object_add(o, "enabled", json_object_new_boolean(a->cfg->enabled));
     json_object_object_add(o, "active",
                            json_object_new_boolean(mcp->cfg->mcp_enabled &&
-                                                   a->cfg->enabled));
+                                                   a->cfg->enabled &&
+                                                   !a->skipped));
     json_object_object_add(o, "transport",
                            json_object_new_string(
                                aur__transport_word(a->cfg->transport)));

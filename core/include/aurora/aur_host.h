@@ -121,6 +121,15 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
                    struct aur_mcp **out, struct aur_startup_error *serr,
                    struct aur_error *err);
 
+/* skip != 0: leave the App with this package out of this run (the CLI's
+ * --app and --disable): it is not started, its state is "disabled" and
+ * "active" false, and an exact agents.ini reference to one of its tools
+ * only warns.  skip == 0: take it back (a no-op for an App never left
+ * out).  Before aur_mcp_start.  AUR_E_CONFIG when no App has that package
+ * (the message names the closest one); AUR_E_STATE once started. */
+int aur_mcp_skip_app(struct aur_mcp *h, const char *package, int skip,
+                     struct aur_error *err);
+
 /* More (delta > 0) or less (delta < 0) log output than host.ini's
  * log_level says, one level per step, within error..debug: the CLI's -v
  * and -q.  Any time, any thread; the log is the process's. */

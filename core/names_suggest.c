@@ -1,7 +1,8 @@
 /*
- * names_suggest.c - "did you mean": the closest of a set of names to a
- * word that names none of them (a misspelt key, section, command, tool
- * id).  Pure; thread-safe.
+ * names_suggest.c - the public helpers for people who write configs: "did
+ * you mean" (the closest of a set of names to a word that names none of
+ * them: a misspelt key, section, command, tool id) and why an environment
+ * variable is denied.  Pure; thread-safe.
  *
  * Written here rather than taken from a library: Debian has no small C
  * library for it, and a banded edit distance is forty lines.
@@ -9,6 +10,8 @@
 #include "aur_setup.h"
 
 #include <aurora/aur_host.h>
+
+#include "names.h"
 
 #include <string.h>
 
@@ -94,4 +97,11 @@ const char *aur_suggest(const char *word, const char *const *names, size_t n)
     }
     /* Two names equally close: naming one would be a guess. */
     return tie ? NULL : best;
+}
+
+/* Beside the suggestions because both serve people writing configs. */
+const char *aur_env_denied(const char *name)
+{
+    const struct aur__env_deny *d = name ? aur__env_deny_row(name) : NULL;
+    return d ? d->why : NULL;
 }

@@ -105,6 +105,48 @@ expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
 out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
 expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
+# --- import ------------------------------------------------------------------
+# The mcpServers JSON of other hosts becomes apps.d/*.ini: values of env
+# and bearer tokens are never written nor printed (the summary lists the
+# variables to export), what cannot be said is listed (exit 1), and an
+# existing file is never overwritten (exit 2, nothing written).  Shapes:
+# Claude Desktop / Cursor ("mcpServers"), VS Code mcp.json ("servers",
+# "type"), VS Code settings.json ("mcp"."servers").
+mkdir -p "$T/imp"
+cat >"$T/imp/desktop.json" <<JSON
+{"mcpServers": {
+  "Fixture Server": {"command": "$FIX", "args": ["--era", "modern", "--tools", "2"], "env": {"AUR_IMP_KEY": "imp-canary-55", "LD_PRELOAD": "/x.so"}, "autoApprove": []},
+  "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer imp-canary-66"}},
+  "old": {"type": "sse", "url": "https://old.example.com/sse"}
+}}
+JSON
+out=$("$BIN" import "$T/imp/desktop.json" -o "$T/imp/a" 2>&1); expect_eq $? 1 "import with a server left out"
+expect_has "$out" '"written":["apps.d/fixture-server.ini","apps.d/remote.ini"]' "import: files"
+expect_has "$out" '{"app":"local.fixture-server","variable":"AUR_IMP_KEY"' "import: env to export"
+expect_has "$out" '{"app":"local.remote","variable":"REMOTE_TOKEN"' "import: token to export"
+expect_has "$out" '"not_imported":[{"server":"old","why":"type \"sse\" is the old HTTP+SSE transport' "import: sse listed"
+expect_has "$out" 'env LD_PRELOAD left out' "import: denied env listed"
+expect_has "$out" '"autoApprove\" has no equivalent' "import: unknown key listed"
+case "$out$(cat "$T"/imp/a/apps.d/*.ini)" in *imp-canary*) bad "import wrote or printed a secret" ;; *) ok ;; esac
+sed -i "s|^plugins = .*|plugins = transport-stdio transport-http\nplugin_dir = $PLUG|" "$T/imp/a/host.ini"
+out=$(AUR_IMP_KEY=k REMOTE_TOKEN=t "$BIN" discover -c "$T/imp/a" --app local.fixture-server 2>/dev/null); expect_eq $? 0 "imported App starts"
+expect_has "$out" '"id":"aur.mcp.local.fixture-server.t0001"' "imported App's tools"
+cp "$T/imp/a/apps.d/remote.ini" "$T/imp/keep.ini"
+out=$("$BIN" import "$T/imp/desktop.json" -o "$T/imp/a" 2>&1); expect_eq $? 2 "import over existing files"
+expect_has "$out" 'fixture-server.ini exists; nothing was written' "import: refuses to overwrite"
+cmp -s "$T/imp/keep.ini" "$T/imp/a/apps.d/remote.ini"; expect_eq $? 0 "import: existing file untouched"
+printf '{"servers": {"fs": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}, "web": {"type": "http", "url": "https://w.example/mcp"}}}' >"$T/imp/vscode.json"
+out=$("$BIN" import "$T/imp/vscode.json" -o "$T/imp/b" 2>&1); expect_eq $? 0 "import VS Code mcp.json"
+expect_has "$out" '"written":["apps.d/fs.ini","apps.d/web.ini"]' "import VS Code: files"
+expect_has "$(cat "$T/imp/b/apps.d/fs.ini")" 'arg = @modelcontextprotocol/server-filesystem' "import VS Code: args"
+printf '{"editor.fontSize": 12, "mcp": {"servers": {"a": {"command": "uvx", "args": ["mcp-server-time"]}, "A": {"command": "uvx"}}}}' >"$T/imp/settings.json"
+out=$("$BIN" import "$T/imp/settings.json" -o "$T/imp/c" 2>&1); expect_eq $? 0 "import VS Code settings.json"
+expect_has "$out" '"written":["apps.d/a.ini","apps.d/a-2.ini"]' "import: names that clean up alike are numbered"
+out=$("$BIN" import "$T/imp/none.json" 2>&1); expect_eq $? 2 "import a missing file"
+printf '{"x": 1}' >"$T/imp/empty.json"
+out=$("$BIN" import "$T/imp/empty.json" -o "$T/imp/d" 2>&1); expect_eq $? 2 "import without servers"
+expect_has "$out" 'no "mcpServers", "servers" or "mcp"."servers" object' "import: says what it looked for"
+
 # --- choosing Apps for one run ----------------------------------------------
 # --app starts only the named Apps, --disable leaves one out; the others
 # show "disabled" with why; an unknown package is a usage error naming the

@@ -44,4 +44,7 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
 /* serve.c */
 int cli_serve(const char *dir);
 
+/* import.c: FILE's MCP server list into dir (created if need be). */
+int cli_import(const char *file, const char *dir);
+
 #endif

@@ -28,6 +28,8 @@ static const char usage[] =
     "stdin\n"
     "  aurora-mcp journal     -c DIR [--after N] [--scope S]\n"
     "  aurora-mcp plugin-info FILE.so\n"
+    "  aurora-mcp import      FILE [-o DIR]          mcpServers JSON of other "
+    "hosts -> DIR/apps.d (default .)\n"
     "options: -v/--verbose, -q/--quiet (repeatable): more or less log on\n"
     "         stderr than host.ini's log_level, one level each\n"
     "         --app PKG (repeatable): start only these Apps\n"
@@ -422,8 +424,9 @@ static int bad_usage(const char *why)
     return EXIT_USAGE;
 }
 
-static const char *const commands[] = {"check",   "discover", "call",
-                                       "serve",   "journal",  "plugin-info"};
+static const char *const commands[] = {"check",   "discover",    "call",
+                                       "serve",   "journal",     "plugin-info",
+                                       "import"};
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
 static bool known_command(const char *cmd)
@@ -454,17 +457,21 @@ int main(int argc, char **argv)
         {"verbose", no_argument, NULL, 'v'},
         {"app", required_argument, NULL, 'A'},
         {"disable", required_argument, NULL, 'D'},
+        {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
-    const char *dir = NULL, *scope = NULL, *cmd;
+    const char *dir = NULL, *scope = NULL, *outdir = ".", *cmd;
     long long after = 0;
     char *end;
     int c;
 
     /* Options may follow the command: "+" is not used on purpose. */
-    while ((c = getopt_long(argc, argv, "hVc:vq", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hVc:vqo:", opts, NULL)) != -1) {
         switch (c) {
+        case 'o':
+            outdir = optarg;
+            break;
         case 'v':
             verbosity++;
             break;
@@ -508,6 +515,11 @@ int main(int argc, char **argv)
     cmd = argv[optind++];
     if (!known_command(cmd))
         return unknown_command(cmd);
+    if (strcmp(cmd, "import") == 0) {
+        if (argc - optind != 1)
+            return bad_usage("import takes one FILE");
+        return cli_import(argv[optind], outdir);
+    }
     if (strcmp(cmd, "plugin-info") == 0) {
         if (argc - optind != 1)
             return bad_usage("plugin-info takes one FILE.so");

@@ -103,6 +103,14 @@ struct aur_tool_info {
 };
 
 /*
+ * Why no App may be given the environment variable name (it makes a
+ * child's loader, shell, interpreter or a library run foreign code:
+ * "bash: runs ..."), or NULL when it may be whitelisted.  Static text;
+ * pure; any thread.
+ */
+const char *aur_env_denied(const char *name);
+
+/*
  * "Did you mean": the one of names[0..n) closest to word by edit distance
  * (insert, delete, substitute, swap of neighbours), if it is close enough
  * to be a typo (1 edit for words up to 4 bytes, 2 up to 12, else 3) and

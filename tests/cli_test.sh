@@ -105,6 +105,31 @@ expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
 out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
 expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
+# --- doctor --------------------------------------------------------------------
+# Every enabled App alone, side by side: one broken App does not hide the
+# others; its row names the phase, the exit and its stderr; nothing is
+# written to the World; exit 1 unless all are healthy.  JSON when stdout
+# is not a terminal, a table on one.
+mkcfg "$T/dr"
+addapp "$T/dr" 1.ini org.test.good 5 --era modern --tools 3
+addapp "$T/dr" 2.ini org.test.bad 5 --era modern --stderr-lines 1 --stderr-text "cannot open config.yaml" --exit-at list
+addapp "$T/dr" 3.ini org.test.off 5
+sed -i 's/^enabled = true/enabled = false/' "$T/dr/apps.d/3.ini"
+out=$("$BIN" doctor -c "$T/dr" 2>/dev/null); expect_eq $? 1 "doctor with a broken App"
+expect_has "$out" '{"package":"org.test.good","result":"ok","negotiated_version":"2026-07-28","tools":3,' "doctor: the good App"
+expect_has "$out" '{"package":"org.test.bad","result":"failed","negotiated_version":null,"tools":null,"phase":"tools/list","error":"connection closed: org.test.bad: App process exited with status 3; its stderr ended: \"cannot open config.yaml\"' "doctor: the broken App, with why"
+expect_has "$out" '{"package":"org.test.off","result":"disabled"' "doctor: the disabled App"
+expect_has "$out" '"healthy":false' "doctor: not healthy"
+[ -e "$T/dr/data/w.sqlite3" ]; expect_eq $? 1 "doctor writes nothing to the World"
+rm "$T/dr/apps.d/2.ini"
+out=$("$BIN" doctor -c "$T/dr" --json 2>/dev/null); expect_eq $? 0 "doctor all healthy"
+expect_has "$out" '"healthy":true' "doctor: healthy"
+if command -v script >/dev/null 2>&1; then
+    out=$(script -qec "$BIN doctor -c $T/dr" /dev/null 2>&1)
+    expect_has "$out" "org.test.good                    ok      2026-07-28       3" "doctor: a table on a terminal"
+fi
+expect_eq "$(leftover "$T/dr")" 0 "no child after doctor"
+
 # --- import ------------------------------------------------------------------
 # The mcpServers JSON of other hosts becomes apps.d/*.ini: values of env
 # and bearer tokens are never written nor printed (the summary lists the

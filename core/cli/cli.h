@@ -7,6 +7,8 @@
 
 #include <aurora/aur_host.h>
 
+#include <stdbool.h>
+
 enum {
     EXIT_OK = 0,
     EXIT_RUNTIME = 1,
@@ -43,6 +45,10 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
 
 /* serve.c */
 int cli_serve(const char *dir);
+
+/* doctor.c: every enabled App started alone; json: JSON even on a
+ * terminal. */
+int cli_doctor(const char *dir, bool json);
 
 /* import.c: FILE's MCP server list into dir (created if need be). */
 int cli_import(const char *file, const char *dir);

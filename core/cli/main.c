@@ -30,6 +30,8 @@ static const char usage[] =
     "  aurora-mcp plugin-info FILE.so\n"
     "  aurora-mcp import      FILE [-o DIR]          mcpServers JSON of other "
     "hosts -> DIR/apps.d (default .)\n"
+    "  aurora-mcp doctor      -c DIR [--json]        start each App alone "
+    "and say how far it got\n"
     "options: -v/--verbose, -q/--quiet (repeatable): more or less log on\n"
     "         stderr than host.ini's log_level, one level each\n"
     "         --app PKG (repeatable): start only these Apps\n"
@@ -424,9 +426,9 @@ static int bad_usage(const char *why)
     return EXIT_USAGE;
 }
 
-static const char *const commands[] = {"check",   "discover",    "call",
-                                       "serve",   "journal",     "plugin-info",
-                                       "import"};
+static const char *const commands[] = {
+    "check", "discover", "call", "serve", "journal", "plugin-info", "import",
+    "doctor"};
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
 static bool known_command(const char *cmd)
@@ -458,10 +460,12 @@ int main(int argc, char **argv)
         {"app", required_argument, NULL, 'A'},
         {"disable", required_argument, NULL, 'D'},
         {"output", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, 'J'},
         {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = NULL, *scope = NULL, *outdir = ".", *cmd;
+    bool json = false;
     long long after = 0;
     char *end;
     int c;
@@ -471,6 +475,9 @@ int main(int argc, char **argv)
         switch (c) {
         case 'o':
             outdir = optarg;
+            break;
+        case 'J':
+            json = true;
             break;
         case 'v':
             verbosity++;
@@ -529,6 +536,8 @@ int main(int argc, char **argv)
         return bad_usage("missing -c DIR");
     if (strcmp(cmd, "check") == 0 && optind == argc)
         return cmd_check(dir);
+    if (strcmp(cmd, "doctor") == 0 && optind == argc)
+        return cli_doctor(dir, json);
     if (strcmp(cmd, "discover") == 0 && optind == argc) {
         signals_start();
         c = cmd_discover(dir);

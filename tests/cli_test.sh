@@ -105,6 +105,24 @@ expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
 out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
 expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
+# --- tables ------------------------------------------------------------------
+# --format table (the default on a terminal) for check, discover, call and
+# journal; piped output stays the JSON above, byte for byte.
+out=$("$BIN" discover -c "$T/a" --format table 2>/dev/null); expect_eq $? 0 "discover table"
+expect_has "$out" "org.test.cli                     ready        stdio            2026-07-28      2" "discover table: the App row"
+expect_has "$out" "aur.mcp.org.test.cli.t0000" "discover table: a tool row"
+out=$("$BIN" call -c "$T/a" aur.mcp.org.test.cli.t0000 '{"text":"two\nlines"}' --format table 2>/dev/null); expect_eq $? 0 "call table"
+expect_eq "$out" "$(printf 'status: succeeded\ntwo\nlines')" "call table: status, then the content as written"
+out=$("$BIN" call -c "$T/c" aur.mcp.org.test.cli.t0000 --format table 2>/dev/null); expect_eq $? 4 "call table unknown"
+expect_has "$out" "status: unknown  (it may or may not have had an effect)" "call table: unknown explained"
+out=$("$BIN" journal -c "$T/a" --format table 2>/dev/null); expect_eq $? 0 "journal table"
+expect_has "$out" "mcp.app.starting" "journal table: a row"
+"$BIN" check -c "$T/a" --format yaml >/dev/null 2>&1; expect_eq $? 2 "--format yaml refused"
+if command -v script >/dev/null 2>&1; then
+    out=$(script -qec "$BIN check -c $T/a" /dev/null 2>&1)
+    expect_has "$out" "APP                              STATE" "a table by default on a terminal"
+fi
+
 # --- doctor --------------------------------------------------------------------
 # Every enabled App alone, side by side: one broken App does not hide the
 # others; its row names the phase, the exit and its stderr; nothing is

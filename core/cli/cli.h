@@ -17,6 +17,18 @@ enum {
     EXIT_UNKNOWN = 4,
 };
 
+/* format.c: --format; AUTO is table on a terminal, JSON otherwise. */
+enum cli_format { CLI_FORMAT_AUTO, CLI_FORMAT_JSON, CLI_FORMAT_TABLE };
+extern enum cli_format cli_format;
+/* true: print tables (the format asked for, or a terminal). */
+bool cli_table(void);
+/* The status document (check, discover, status) as tables; borrowed. */
+void cli_print_status_table(struct json_object *doc);
+/* A call's outcome: its status, then its content as the server wrote it. */
+void cli_print_call_table(const struct aur_tool_output *o);
+/* One journal commit (a parsed journal line) as a row; borrowed. */
+void cli_print_journal_row(struct json_object *row);
+
 /* Print one JSON value as a line on stdout (and flush). */
 void cli_print_json(struct json_object *v);
 

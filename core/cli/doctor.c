@@ -214,7 +214,7 @@ int cli_doctor(const char *dir, bool json)
             json_object_get_boolean(json_object_object_get(a, "active"));
         active += d.rows[i].active;
     }
-    json = json || !isatty(STDOUT_FILENO);
+    json = json || !cli_table();
     if (!json && isatty(STDERR_FILENO))
         fprintf(stderr, "doctor: starting %zu App%s, each alone (up to its "
                         "timeout_seconds)...\n",

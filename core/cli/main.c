@@ -36,6 +36,8 @@ static const char usage[] =
     "         stderr than host.ini's log_level, one level each\n"
     "         --app PKG (repeatable): start only these Apps\n"
     "         --disable PKG (repeatable): leave this App out\n"
+    "         --format table|json: tables (default on a terminal) or JSON\n"
+    "         (default otherwise, byte for byte as always)\n"
     "exit status: 0 ok, 1 startup/runtime failure, 2 usage or config error,\n"
     "             3 the call failed, 4 the call's effect is unknown\n";
 
@@ -285,7 +287,10 @@ static int cmd_check(const char *dir)
     }
     o = aur_mcp_status_json(h, 0);
     json_object_object_add(o, "ok", json_object_new_boolean(1));
-    cli_print_json(o);
+    if (cli_table())
+        cli_print_status_table(o);
+    else
+        cli_print_json(o);
     json_object_put(o);
     aur_mcp_destroy(h);
     return EXIT_OK;
@@ -300,7 +305,10 @@ static int cmd_discover(const char *dir)
         return rc;
     o = aur_mcp_status_json(h, 1);
     aur_mcp_shutdown(h);
-    cli_print_json(o);
+    if (cli_table())
+        cli_print_status_table(o);
+    else
+        cli_print_json(o);
     json_object_put(o);
     destroy_host(h);
     return EXIT_OK;
@@ -373,7 +381,10 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
     json_object_put(args);
     aur_mcp_shutdown(h);
     o = cli_output_json(&out);
-    cli_print_json(o);
+    if (cli_table())
+        cli_print_call_table(&out);
+    else
+        cli_print_json(o);
     json_object_put(o);
     rc = out.status == AUR_CALL_SUCCEEDED ? EXIT_OK
          : out.status == AUR_CALL_FAILED  ? EXIT_FAILED
@@ -385,7 +396,15 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
 
 static void emit_line(void *ud, const char *line)
 {
+    struct json_object *row = NULL;
+    struct aur_error err;
     (void)ud;
+    if (cli_table() &&
+        aur_json_parse(line, strlen(line), &row, &err) == AUR_OK) {
+        cli_print_journal_row(row);
+        json_object_put(row);
+        return;
+    }
     fputs(line, stdout);
     fputc('\n', stdout);
 }
@@ -461,6 +480,7 @@ int main(int argc, char **argv)
         {"disable", required_argument, NULL, 'D'},
         {"output", required_argument, NULL, 'o'},
         {"json", no_argument, NULL, 'J'},
+        {"format", required_argument, NULL, 'F'},
         {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
@@ -478,6 +498,14 @@ int main(int argc, char **argv)
             break;
         case 'J':
             json = true;
+            break;
+        case 'F':
+            if (strcmp(optarg, "json") == 0)
+                cli_format = CLI_FORMAT_JSON;
+            else if (strcmp(optarg, "table") == 0)
+                cli_format = CLI_FORMAT_TABLE;
+            else
+                return bad_usage("--format takes table or json");
             break;
         case 'v':
             verbosity++;
@@ -537,7 +565,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "check") == 0 && optind == argc)
         return cmd_check(dir);
     if (strcmp(cmd, "doctor") == 0 && optind == argc)
-        return cli_doctor(dir, json);
+        return cli_doctor(dir, json || cli_format == CLI_FORMAT_JSON);
     if (strcmp(cmd, "discover") == 0 && optind == argc) {
         signals_start();
         c = cmd_discover(dir);

@@ -100,8 +100,11 @@ const char *aur_suggest(const char *word, const char *const *names, size_t n)
 }
 
 /* Beside the suggestions because both serve people writing configs. */
-const char *aur_env_denied(const char *name)
+const char *aur_env_refused(const char *name)
 {
-    const struct aur__env_deny *d = name ? aur__env_deny_row(name) : NULL;
+    const struct aur__env_deny *d;
+    if (!name || !aur__valid_env_name(name))
+        return "not an environment variable name [A-Za-z_][A-Za-z0-9_]*";
+    d = aur__env_deny_row(name);
     return d ? d->why : NULL;
 }

@@ -470,6 +470,21 @@ START_TEST(suggest_typos)
 }
 END_TEST
 
+/* The public check import uses: grammar first, then the denylist. */
+START_TEST(env_refused_reasons)
+{
+    ck_assert_ptr_null(aur_env_refused("GITHUB_TOKEN"));
+    ck_assert_ptr_null(aur_env_refused("_x1"));
+    ck_assert_ptr_nonnull(strstr(aur_env_refused("1X"), "not an environment"));
+    ck_assert_ptr_nonnull(strstr(aur_env_refused("A-B"), "not an environment"));
+    ck_assert_ptr_nonnull(aur_env_refused(NULL));
+    ck_assert_str_eq(aur_env_refused("LD_PRELOAD"),
+                     aur__env_deny_row("LD_PRELOAD")->why);
+    ck_assert_str_eq(aur_env_refused("node_options"),
+                     aur__env_deny_row("NODE_OPTIONS")->why);
+}
+END_TEST
+
 static Suite *names_suite(void)
 {
     Suite *s = suite_create("names");
@@ -486,6 +501,7 @@ static Suite *names_suite(void)
     tcase_add_test(g, event_id_grammar);
     tcase_add_test(g, utf8_length);
     tcase_add_test(g, suggest_typos);
+    tcase_add_test(g, env_refused_reasons);
     suite_add_tcase(s, g);
     tcase_add_test(p, pattern_matching);
     tcase_add_test(p, pattern_many_double_stars_is_fast);

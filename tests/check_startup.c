@@ -44,6 +44,16 @@ static void add_fixture(const char *file, const char *pkg, double timeout,
                      opts);
 }
 
+/* A fresh config directory whose [mcp] section holds mcp. */
+static void remake_config(const char *mcp)
+{
+    h_rmtree(dir);
+    free(dir);
+    dir = h_mkconfig(NULL, mcp);
+    free(logpath);
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+}
+
 static int start(struct aur_mcp **h, struct aur_startup_error *serr)
 {
     return h_start(dir, h, serr);
@@ -429,11 +439,7 @@ START_TEST(cancelled_before_begin_is_not_started)
     struct aur_startup_error serr;
     struct aur_mcp *h;
     struct json_object *st, *apps, *b;
-    h_rmtree(dir);
-    free(dir);
-    dir = h_mkconfig(NULL, "start_concurrency = 1");
-    free(logpath);
-    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    remake_config("start_concurrency = 1");
     add_fixture("a.ini", "org.test.dies", 20, bad);
     add_fixture("b.ini", "org.test.later", 20, good);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -855,11 +861,7 @@ START_TEST(master_switch_off_starts_nothing)
     const char *opts[] = {"--era", "modern", NULL};
     struct aur_startup_error serr;
     struct aur_mcp *h;
-    h_rmtree(dir);
-    free(dir);
-    dir = h_mkconfig(NULL, "enabled = false");
-    free(logpath);
-    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    remake_config("enabled = false");
     add_fixture("a.ini", "org.test.off", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 0);

@@ -100,17 +100,6 @@ static void segment_of(const char *name, char *seg, size_t size)
     seg[o] = '\0';
 }
 
-static bool env_name_ok(const char *s)
-{
-    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-        return false;
-    for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
-            return false;
-    return true;
-}
-
 /* One server as ini text into *text (malloc'd), or NULL when it cannot
  * be written (listed in skipped).  pkg: the App's package. */
 static char *server_ini(struct imp *m, const char *name, const char *pkg,
@@ -205,12 +194,11 @@ static char *server_ini(struct imp *m, const char *name, const char *pkg,
         if (json_object_object_get_ex(spec, "env", &v) &&
             json_object_is_type(v, json_type_object)) {
             json_object_object_foreach(v, k, val) {
-                const char *deny = aur_env_denied(k);
+                const char *refused = aur_env_refused(k);
                 struct json_object *e;
-                if (!env_name_ok(k) || deny) {
-                    note(m->notes, "app", pkg,
-                         "env %.64s left out: %s", k,
-                         deny ? deny : "not a variable name");
+                if (refused) {
+                    note(m->notes, "app", pkg, "env %.64s left out: %s", k,
+                         refused);
                     continue;
                 }
                 fprintf(f, "env = %s\n", k);

@@ -103,12 +103,12 @@ struct aur_tool_info {
 };
 
 /*
- * Why no App may be given the environment variable name (it makes a
- * child's loader, shell, interpreter or a library run foreign code:
- * "bash: runs ..."), or NULL when it may be whitelisted.  Static text;
- * pure; any thread.
+ * Why an App's env = name would be refused: not a variable name
+ * ([A-Za-z_][A-Za-z0-9_]*), or a name that makes a child's loader, shell,
+ * interpreter or a library run foreign code (the denylist's reason); NULL
+ * when it may be whitelisted.  Static text; pure; any thread.
  */
-const char *aur_env_denied(const char *name);
+const char *aur_env_refused(const char *name);
 
 /*
  * "Did you mean": the one of names[0..n) closest to word by edit distance

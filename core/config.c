@@ -120,7 +120,7 @@ static const struct aur__key_rule host_rules[] = {
 static const struct aur__key_rule mcp_rules[] = {
     {"enabled", false, false},   {"start_concurrency", false, false},
     {"max_pages", false, false}, {"max_tools", false, false},
-    {"max_relist", false, false},
+    {"max_relist", false, false}, {"record_calls", false, false},
     AUR__BUDGET_KEY_RULES,
 };
 
@@ -319,6 +319,16 @@ static int mcp_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
                 return aur__cfg_fail(ctx, HOST_FILE, kv->line, kv->key,
                                      "must be true or false");
             c->mcp_enabled = kv->value[0] == 't';
+        }
+        if ((kv = aur__sec_kv(sec, "record_calls"))) {
+            static const char *const words[] = {"off", "on", "with_data"};
+            c->record_calls = -1;
+            for (int w = 0; w < 3; w++)
+                if (strcmp(kv->value, words[w]) == 0)
+                    c->record_calls = w;
+            if (c->record_calls < 0)
+                return aur__cfg_fail(ctx, HOST_FILE, kv->line, kv->key,
+                                     "must be off, on or with_data");
         }
         for (i = 0; i < AUR__ARRAY_LEN(mcp_ints); i++) {
             const struct int_key *ik = &mcp_ints[i];

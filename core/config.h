@@ -101,6 +101,7 @@ struct aur__config {
     int max_pages;             /* default 1024 */
     int max_tools;             /* default 10000 */
     int max_relist;            /* re-pagings after a change, default 3 */
+    int record_calls; /* 0 off, 1 on (outcome), 2 with_data (+ args, content) */
     struct aur__budgets budgets; /* defaults for every App */
     /* per-plugin sections of host.ini, e.g. [transport-stdio] */
     struct aur_cfg *plugin_sections;

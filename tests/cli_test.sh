@@ -105,6 +105,26 @@ expect_has "$out" '"content":"ab\u0000cd"' "call keeps U+0000"
 out=$(printf '%s\n' '{"id":1,"op":"call","tool":"aur.mcp.org.test.cli.t0000"}' | "$BIN" serve -c "$T/z" 2>/dev/null)
 expect_has "$out" '"content":"ab\u0000cd"' "serve keeps U+0000"
 
+# --- call records ----------------------------------------------------------
+# record_calls = on: one mcp.tool.called commit per call (tool, status,
+# duration), never its arguments or content; with_data adds them.
+mkcfg "$T/rc"
+addapp "$T/rc" a.ini org.test.rec 5 --era modern --tools 1
+sed -i 's/^enabled = true$/enabled = true\nrecord_calls = on/' "$T/rc/host.ini"
+"$BIN" call -c "$T/rc" aur.mcp.org.test.rec.t0000 '{"text":"rec-canary-1"}' >/dev/null 2>&1; expect_eq $? 0 "recorded call"
+out=$("$BIN" journal -c "$T/rc" 2>/dev/null)
+expect_has "$out" '"kind":"mcp.tool.called","source":"mcp:org.test.rec","summary":"MCP tool call succeeded: aur.mcp.org.test.rec.t0000"' "call record"
+expect_has "$out" '"data":{"tool_id":"aur.mcp.org.test.rec.t0000","status":"succeeded","duration_ms":' "call record data"
+case $out in *rec-canary-1*) bad "record_calls = on recorded the arguments" ;; *) ok ;; esac
+sed -i 's/^record_calls = on/record_calls = with_data/' "$T/rc/host.ini"
+"$BIN" call -c "$T/rc" aur.mcp.org.test.rec.t0000 '{"text":"rec-canary-2"}' >/dev/null 2>&1
+out=$("$BIN" journal -c "$T/rc" 2>/dev/null)
+expect_has "$out" '"arguments":{"text":"rec-canary-2"},"content":"rec-canary-2"' "call record with data"
+sed -i 's/^record_calls = with_data/record_calls = always/' "$T/rc/host.ini"
+out=$("$BIN" check -c "$T/rc" 2>/dev/null); expect_eq $? 2 "record_calls bad value"
+expect_has "$out" 'host.ini:' "record_calls error names the file"
+expect_has "$out" 'record_calls: must be off, on or with_data' "record_calls error names the key"
+
 # --- tables ------------------------------------------------------------------
 # --format table (the default on a terminal) for check, discover, call and
 # journal; piped output stays the JSON above, byte for byte.

@@ -535,6 +535,47 @@ static void map_no_reply(struct aur__rpc *rpc, struct aur__pending *p, int rc,
     }
 }
 
+/*
+ * record_calls (docs/budgets.md has the key): one mcp.tool.called commit
+ * per call that reached an App, after its outcome is decided; with_data
+ * adds the arguments and the content.  A journal error is logged and
+ * changes nothing of the call.
+ */
+static void record_call(struct aur__tool *t, struct json_object *args,
+                        const struct aur_tool_output *out, int64_t ms)
+{
+    struct aur__app *app = t->app;
+    int mode = app->mcp->cfg->record_calls;
+    uint64_t n;
+    char suffix[48], *summary;
+    struct json_object *data;
+
+    if (!mode)
+        return;
+    n = __atomic_add_fetch(&app->mcp->calls_recorded, 1, __ATOMIC_RELAXED);
+    snprintf(suffix, sizeof suffix, "call:%llu", (unsigned long long)n);
+    summary = aur__strdup_printf("MCP tool call %s: %s",
+                                 aur_call_status_word(out->status), t->id);
+    data = json_object_new_object();
+    json_object_object_add(data, "tool_id", json_object_new_string(t->id));
+    json_object_object_add(data, "status", json_object_new_string(
+                                               aur_call_status_word(out->status)));
+    json_object_object_add(data, "duration_ms", json_object_new_int64(ms));
+    if (mode == 2) {
+        json_object_object_add(data, "arguments",
+                               args ? aur__json_copy(args)
+                                    : json_object_new_object());
+        json_object_object_add(
+            data, "content",
+            out->content ? json_object_new_string_len(out->content,
+                                                      (int)out->content_len)
+                         : NULL);
+    }
+    aur__lifecycle_commit(app, "mcp.tool.called", suffix, summary, data);
+    json_object_put(data);
+    free(summary);
+}
+
 static void call_app(struct aur__tool *t, struct json_object *args,
                      int64_t timeout_ms, struct aur_tool_output *out)
 {
@@ -549,6 +590,7 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     struct aur__rpc *rpc = NULL;
     struct aur_error err;
     aur_deadline dl;
+    int64_t t0;
     int rc;
 
     pthread_mutex_lock(&app->mu);
@@ -561,13 +603,15 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     if (!rpc) {
         set_out(out, AUR_CALL_FAILED,
                 "MCP App is not connected; the call was not sent");
+        record_call(t, args, out, 0);
         return;
     }
     /* Never longer than the App's timeout: shutdown waits that long for
      * calls in flight before it frees the connection. */
     if (timeout_ms < 0 || timeout_ms > app->cfg->timeout_ms)
         timeout_ms = app->cfg->timeout_ms;
-    dl = aur__now_ms() + timeout_ms;
+    t0 = aur__now_ms();
+    dl = t0 + timeout_ms;
     /* max_in_flight: later calls queue here, unsent, until one ends; a
      * call still queued at its deadline or at close was never sent. */
     pthread_mutex_lock(&app->mu);
@@ -631,6 +675,9 @@ mapped:
              aur_call_status_word(out->status));
 out:
     json_object_put(reply);
+    /* While still counted in flight: close waits for that before it lets
+     * the journal go. */
+    record_call(t, args, out, aur__now_ms() - t0);
     pthread_mutex_lock(&app->mu);
     if (gated)
         app->calls_sent--;

@@ -160,6 +160,7 @@ struct aur_mcp {
     bool interrupted;   /* aur_mcp_cancel was called */
     int running;        /* Apps inside their startup transaction */
     size_t turns;       /* start slots handed out, in config order */
+    uint64_t calls_recorded; /* (atomic) record_calls commits, for their ids */
     int failures;
     size_t listed;      /* Apps whose clean pass waits for the freeze */
     bool freeze_done;   /* the registry froze: no App lists again */

@@ -167,6 +167,19 @@ if command -v script >/dev/null 2>&1; then
     expect_has "$out" "org.test.good                    ok      2026-07-28       3" "doctor: a table on a terminal"
 fi
 expect_eq "$(leftover "$T/dr")" 0 "no child after doctor"
+# Preflight checks, before each start: the command, each whitelisted
+# variable (named, never its value), an HTTP server's TCP port.
+printf 'env = AUR_DOC_UNSET_VAR\nenv = AUR_DOC_SET_VAR\n' >>"$T/dr/apps.d/1.ini"
+addapp "$T/dr" 4.ini org.test.nocmd 5
+sed -i 's|^command = .*|command = bin/not-there|' "$T/dr/apps.d/4.ini"
+printf '[app]\npackage = org.test.web\nenabled = true\ntransport = streamable_http\ntimeout_seconds = 5\n[http]\nurl = https://127.0.0.1:1/mcp?key=doc-canary\n' >"$T/dr/apps.d/5.ini"
+sed -i 's/^plugins = transport-stdio$/plugins = transport-stdio transport-http/' "$T/dr/host.ini"
+out=$(unset AUR_DOC_UNSET_VAR; AUR_DOC_SET_VAR=doc-canary "$BIN" doctor -c "$T/dr" 2>/dev/null); expect_eq $? 1 "doctor with preflight problems"
+expect_has "$out" '{"check":"env AUR_DOC_UNSET_VAR","ok":false,"problem":"not set in this environment"}' "doctor: unset variable"
+expect_has "$out" '{"check":"env AUR_DOC_SET_VAR","ok":true,"problem":null}' "doctor: set variable"
+expect_has "$out" '{"check":"command","ok":false,"problem":"'"$(cd "$T/dr" && pwd -P)"'/bin/not-there: No such file or directory"}' "doctor: missing command"
+expect_has "$out" '{"check":"server reachable (TCP)","ok":false,"problem":"127.0.0.1 port 1 does not answer: Connection refused"}' "doctor: closed port"
+case $out in *doc-canary*) bad "doctor printed a value or a URL's query" ;; *) ok ;; esac
 
 # --- import ------------------------------------------------------------------
 # The mcpServers JSON of other hosts becomes apps.d/*.ini: values of env

@@ -28,6 +28,7 @@
 struct row {
     const char *package; /* borrowed from the status document */
     bool active;
+    struct json_object *checks; /* aur_mcp_app_checks (owned) */
     bool ok;
     char version[32];
     size_t tools;
@@ -59,7 +60,8 @@ static long now_ms(void)
     return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The App of r, alone: every other App left out. */
+/* The App of r, alone: every other App left out; its preflight checks
+ * first. */
 static void check_one(const char *dir, struct row *r)
 {
     static const struct aur_world_writer none = {
@@ -76,6 +78,7 @@ static void check_one(const char *dir, struct row *r)
         snprintf(r->error, sizeof r->error, "%s", serr.message);
         return;
     }
+    r->checks = aur_mcp_app_checks(h, r->package);
     st = aur_mcp_status_json(h, 0);
     json_object_object_get_ex(st, "apps", &apps);
     for (size_t i = 0; i < json_object_array_length(apps); i++) {
@@ -144,6 +147,16 @@ static void print_table(const struct row *rows, size_t n)
                r->phase[0] ? ": " : "",
                !r->active ? "disabled (or [mcp] enabled = false)"
                           : r->error);
+        /* What a preflight check found, under its App. */
+        for (size_t k = 0; r->checks && k < json_object_array_length(r->checks);
+             k++) {
+            struct json_object *c = json_object_array_get_idx(r->checks, k);
+            if (!json_object_get_boolean(json_object_object_get(c, "ok")))
+                printf("%-32s %-7s %s: %s\n", "", "!",
+                       json_object_get_string(json_object_object_get(c, "check")),
+                       json_object_get_string(
+                           json_object_object_get(c, "problem")));
+        }
     }
 }
 
@@ -174,6 +187,7 @@ static struct json_object *report_json(const struct row *rows, size_t n,
                                            : NULL);
         json_object_object_add(x, "ms",
                                r->active ? json_object_new_int64(r->ms) : NULL);
+        json_object_object_add(x, "checks", json_object_get(r->checks));
         json_object_array_add(a, x);
     }
     json_object_object_add(o, "healthy", json_object_new_boolean(healthy));
@@ -236,6 +250,8 @@ int cli_doctor(const char *dir, bool json)
         print_table(d.rows, d.n);
         fflush(stdout);
     }
+    for (size_t i = 0; i < d.n; i++)
+        json_object_put(d.rows[i].checks);
     free(d.rows);
     json_object_put(st);
     aur_mcp_destroy(h);

@@ -138,6 +138,16 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
 int aur_mcp_skip_app(struct aur_mcp *h, const char *package, int skip,
                      struct aur_error *err);
 
+/*
+ * What can be checked of the App with this package without starting it
+ * (doctor): a JSON array (transfer) of {"check": "command" | "env NAME" |
+ * "auth_env NAME" | "server reachable (TCP)", "ok": bool, "problem": text
+ * or null}.  Never a variable's value, an argument, or a URL's path or
+ * query.  NULL when no App has that package.  Any time, any thread; the
+ * TCP check waits up to 3 s per address.
+ */
+struct json_object *aur_mcp_app_checks(struct aur_mcp *h, const char *package);
+
 /* More (delta > 0) or less (delta < 0) log output than host.ini's
  * log_level says, one level per step, within error..debug: the CLI's -v
  * and -q.  Any time, any thread; the log is the process's. */

@@ -41,6 +41,8 @@ struct doctor {
     const char *dir;
     struct row *rows;
     size_t n, next;
+    size_t active, done; /* (mu) for the progress lines */
+    bool progress;       /* a person watches stderr */
     pthread_mutex_t mu;
 };
 
@@ -127,6 +129,14 @@ static void *worker(void *arg)
         if (i >= d->n)
             return NULL;
         check_one(d->dir, &d->rows[i]);
+        pthread_mutex_lock(&d->mu);
+        d->done++;
+        if (d->progress)
+            fprintf(stderr, "doctor: [%zu/%zu] %s %s (%.1f s)\n", d->done,
+                    d->active, d->rows[i].package,
+                    d->rows[i].ok ? "ok" : "FAILED",
+                    (double)d->rows[i].ms / 1000.0);
+        pthread_mutex_unlock(&d->mu);
     }
 }
 
@@ -229,7 +239,9 @@ int cli_doctor(const char *dir, bool json)
         active += d.rows[i].active;
     }
     json = json || !cli_table();
-    if (!json && isatty(STDERR_FILENO))
+    d.active = active;
+    d.progress = !json && isatty(STDERR_FILENO);
+    if (d.progress)
         fprintf(stderr, "doctor: starting %zu App%s, each alone (up to its "
                         "timeout_seconds)...\n",
                 active, active == 1 ? "" : "s");

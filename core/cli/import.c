@@ -310,10 +310,14 @@ static struct json_object *servers_of(struct json_object *top)
     return NULL;
 }
 
-static int fail(const char *fmt, const char *a, const char *b)
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
 {
+    va_list ap;
     fputs("aurora-mcp: import: ", stderr);
-    fprintf(stderr, fmt, a, b);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputc('\n', stderr);
     return EXIT_USAGE;
 }
@@ -379,14 +383,14 @@ int cli_import(const char *file, const char *dir)
     free(buf);
     if (!(servers = servers_of(top))) {
         json_object_put(top);
-        return fail("%s%s: no \"mcpServers\", \"servers\" or \"mcp\".\"servers\" "
+        return fail("%s: no \"mcpServers\", \"servers\" or \"mcp\".\"servers\" "
                     "object",
-                    file, "");
+                    file);
     }
     n = (size_t)json_object_object_length(servers);
     if (n > MAX_SERVERS) {
         json_object_put(top);
-        return fail("%s: more than %s servers", file, "4096");
+        return fail("%s: more than %d servers", file, MAX_SERVERS);
     }
     m.out = json_object_new_object();
     m.written = json_object_new_array();
@@ -395,6 +399,10 @@ int cli_import(const char *file, const char *dir)
     m.notes = json_object_new_array();
     texts = calloc(n + 1, sizeof *texts);
     paths = calloc(n + 1, sizeof *paths);
+    if (!texts || !paths) {
+        rc = fail("out of memory");
+        goto out;
+    }
     snprintf(path, sizeof path, "%s/apps.d", dir);
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         rc = fail("cannot create %s: %s", dir, strerror(errno));
@@ -423,9 +431,9 @@ int cli_import(const char *file, const char *dir)
         }
         texts[k++] = text;
         if (access(paths[k - 1], F_OK) == 0) {
-            rc = fail("%s exists%s; nothing was written (remove it, or "
+            rc = fail("%s exists; nothing was written (remove it, or "
                       "import into another directory with -o)",
-                      paths[k - 1], "");
+                      paths[k - 1]);
             goto out;
         }
     }
@@ -440,7 +448,13 @@ int cli_import(const char *file, const char *dir)
     }
     for (size_t i = 0; i < k; i++) {
         if (write_new(paths[i], texts[i]) != 0) {
-            rc = fail("cannot write %s: %s", paths[i], strerror(errno));
+            rc = fail("cannot write %s: %s; nothing was written", paths[i],
+                      strerror(errno));
+            /* All or nothing: what this run wrote goes again. */
+            while (i-- > 0)
+                unlink(paths[i]);
+            if (host)
+                unlink(path);
             goto out;
         }
         json_object_array_add(m.written,

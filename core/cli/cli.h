@@ -17,7 +17,9 @@ enum {
     EXIT_UNKNOWN = 4,
 };
 
-/* format.c: --format; AUTO is table on a terminal, JSON otherwise. */
+/* ---- format.c ---- */
+
+/* --format; AUTO is table on a terminal, JSON otherwise. */
 enum cli_format { CLI_FORMAT_AUTO, CLI_FORMAT_JSON, CLI_FORMAT_TABLE };
 extern enum cli_format cli_format;
 /* true: print tables (the format asked for, or a terminal). */
@@ -29,19 +31,36 @@ void cli_print_call_table(const struct aur_tool_output *o);
 /* One journal commit (a parsed journal line) as a row; borrowed. */
 void cli_print_journal_row(struct json_object *row);
 
+/* ---- session.c: one host for one command (main thread only) ---- */
+
+/* -v (+1) and -q (-1): log levels away from host.ini's. */
+void cli_add_verbosity(int delta);
+/* --app (only_these) or --disable: package borrowed (argv); false when
+ * 256 of that kind are already there. */
+bool cli_add_pick(const char *package, bool only_these);
+/* Apply the verbosity and the picks to h (before start); EXIT_OK, or
+ * EXIT_USAGE with the error object printed (an unknown package). */
+int cli_apply_options(struct aur_mcp *h);
+/* Create, apply the options and start a host; prints the error object on
+ * failure and returns the exit code (EXIT_OK on success). */
+int cli_start(const char *dir, struct aur_mcp **out);
+/* Destroy a host cli_start made, detached from the signals first. */
+void cli_destroy(struct aur_mcp *h);
+/* SIGINT and SIGTERM go to a thread that cancels the host from now on
+ * (before any other thread exists). */
+void cli_signals_start(void);
+/* End that thread; SIGINT and SIGTERM stay blocked in the calling thread
+ * until it unblocks them.  Returns the first signal the thread took, 0 if
+ * none. */
+int cli_signals_stop(void);
+
+/* ---- output.c ---- */
+
 /* Print one JSON value as a line on stdout (and flush). */
 void cli_print_json(struct json_object *v);
 
 /* The startup-failure object of interface.md. */
 void cli_print_startup_error(const struct aur_startup_error *e);
-
-/* Create and start a host; prints the error object on failure and
- * returns the exit code (EXIT_OK on success). */
-int cli_start(const char *dir, struct aur_mcp **out);
-/* End the one-shot commands' signal thread (main.c); SIGINT and SIGTERM
- * stay blocked in the calling thread until it unblocks them.  Returns the
- * first signal the thread took, 0 if none. */
-int cli_signals_stop(void);
 
 /* {"status","content","observe","publish"} of a ToolOutput (transfer). */
 struct json_object *cli_output_json(const struct aur_tool_output *o);

@@ -41,233 +41,6 @@ static const char usage[] =
     "exit status: 0 ok, 1 startup/runtime failure, 2 usage or config error,\n"
     "             3 the call failed, 4 the call's effect is unknown\n";
 
-void cli_print_json(struct json_object *v)
-{
-    fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-                                                JSON_C_TO_STRING_NOSLASHESCAPE),
-          stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
-}
-
-void cli_print_startup_error(const struct aur_startup_error *e)
-{
-    struct json_object *o = json_object_new_object();
-    struct json_object *err = json_object_new_object();
-    json_object_object_add(err, "code", json_object_new_string(e->code));
-    json_object_object_add(err, "app",
-                           e->app[0] ? json_object_new_string(e->app) : NULL);
-    json_object_object_add(err, "phase", json_object_new_string(e->phase));
-    json_object_object_add(err, "message", json_object_new_string(e->message));
-    json_object_object_add(o, "error", err);
-    cli_print_json(o);
-    json_object_put(o);
-}
-
-static int exit_for(const struct aur_startup_error *e)
-{
-    return strcmp(e->code, "config_invalid") == 0 ? EXIT_USAGE : EXIT_RUNTIME;
-}
-
-/*
- * SIGINT/SIGTERM for the one-shot commands (discover, call).  main blocks
- * both before any host thread exists, so every thread inherits the mask
- * and only the signal thread below, in sigwait, ever receives them (the
- * stdio transport resets the mask in its children).  A signal cancels the
- * host: a running start fails with "interrupted" (printed as the startup
- * error, exit 1), a call in flight returns unknown (exit 4); the normal
- * path then shuts down, which closes the Apps and kills their process
- * groups.  serve uses this for its startup too, then installs its own
- * handlers (serve.c, cli_signals_stop).
- *
- * mu guards host and signalled: the signal thread cancels only a host
- * that main has not yet begun to destroy.
- */
-static struct {
-    pthread_mutex_t mu;
-    sigset_t set;
-    pthread_t thread;
-    bool running;
-    bool done;            /* (mu) main is finished: the thread returns */
-    int signalled;        /* (mu) the first signal received, 0 = none */
-    struct aur_mcp *host; /* (mu) borrowed */
-} sigctl = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void *signal_thread(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&sigctl.set, &sig) != 0)
-            continue;
-        pthread_mutex_lock(&sigctl.mu);
-        if (sigctl.done) {
-            pthread_mutex_unlock(&sigctl.mu);
-            return NULL;
-        }
-        if (!sigctl.signalled)
-            sigctl.signalled = sig;
-        /* Idempotent, so a second signal is harmless. */
-        if (sigctl.host)
-            aur_mcp_cancel(sigctl.host);
-        pthread_mutex_unlock(&sigctl.mu);
-    }
-}
-
-/* Before anything else starts a thread.  Without the thread the default
- * actions stay in place. */
-static void signals_start(void)
-{
-    sigemptyset(&sigctl.set);
-    sigaddset(&sigctl.set, SIGINT);
-    sigaddset(&sigctl.set, SIGTERM);
-    if (pthread_sigmask(SIG_BLOCK, &sigctl.set, NULL) != 0)
-        return;
-    if (pthread_create(&sigctl.thread, NULL, signal_thread, NULL) != 0) {
-        pthread_sigmask(SIG_UNBLOCK, &sigctl.set, NULL);
-        return;
-    }
-    sigctl.running = true;
-}
-
-/* The thread wakes on a signal sent to itself (blocked everywhere, so
- * only its sigwait takes it), sees done and returns.  SIGINT and SIGTERM
- * stay blocked in this thread: the caller unblocks them once its own
- * handlers are in place.  Returns the first signal it took (0: none). */
-int cli_signals_stop(void)
-{
-    int sig;
-
-    if (!sigctl.running)
-        return 0;
-    pthread_mutex_lock(&sigctl.mu);
-    sigctl.done = true;
-    sigctl.host = NULL;
-    sig = sigctl.signalled;
-    pthread_mutex_unlock(&sigctl.mu);
-    pthread_kill(sigctl.thread, SIGTERM);
-    pthread_join(sigctl.thread, NULL);
-    sigctl.running = false;
-    return sig;
-}
-
-/* h may be cancelled by a signal from now on (NULL: no longer); a signal
- * that came before h existed cancels it at once. */
-static void signals_attach(struct aur_mcp *h)
-{
-    pthread_mutex_lock(&sigctl.mu);
-    sigctl.host = h;
-    if (h && sigctl.signalled)
-        aur_mcp_cancel(h);
-    pthread_mutex_unlock(&sigctl.mu);
-}
-
-static void destroy_host(struct aur_mcp *h)
-{
-    signals_attach(NULL);
-    aur_mcp_destroy(h);
-}
-
-/* -v minus -q: steps of log level away from host.ini's. */
-static int verbosity;
-
-/* --app (only these) and --disable (not these): argv strings. */
-#define MAX_PICKS 256
-static const char *only[MAX_PICKS], *skip[MAX_PICKS];
-static size_t n_only, n_skip;
-
-/* Leave out what --app and --disable say; EXIT_OK or EXIT_USAGE (an
- * unknown package, printed like a config error). */
-static int apply_picks(struct aur_mcp *h)
-{
-    struct aur_error err;
-    struct json_object *st = NULL, *apps = NULL;
-    int rc = EXIT_OK;
-
-    /* --app names are checked (skip 0 is a no-op), --disable ones left
-     * out, then with --app every App it does not name. */
-    for (size_t i = 0; i < n_only + n_skip && rc == EXIT_OK; i++) {
-        bool out = i >= n_only;
-        const char *pkg = out ? skip[i - n_only] : only[i];
-        if (aur_mcp_skip_app(h, pkg, out, &err) != AUR_OK)
-            rc = EXIT_USAGE;
-    }
-    if (rc == EXIT_OK && n_only) {
-        st = aur_mcp_status_json(h, 0);
-        json_object_object_get_ex(st, "apps", &apps);
-        for (size_t i = 0; i < json_object_array_length(apps); i++) {
-            const char *pkg = json_object_get_string(json_object_object_get(
-                json_object_array_get_idx(apps, i), "package"));
-            bool keep = false;
-            for (size_t k = 0; k < n_only; k++)
-                keep = keep || strcmp(pkg, only[k]) == 0;
-            if (!keep)
-                aur_mcp_skip_app(h, pkg, 1, &err);
-        }
-    }
-    json_object_put(st);
-    if (rc != EXIT_OK) {
-        struct aur_startup_error serr;
-        memset(&serr, 0, sizeof serr);
-        snprintf(serr.code, sizeof serr.code, "config_invalid");
-        snprintf(serr.phase, sizeof serr.phase, "config");
-        snprintf(serr.message, sizeof serr.message, "%s", err.msg);
-        cli_print_startup_error(&serr);
-    }
-    return rc;
-}
-
-int cli_start(const char *dir, struct aur_mcp **out)
-{
-    struct aur_startup_error serr;
-    struct aur_error err;
-    struct aur_mcp *h = NULL;
-
-    memset(&serr, 0, sizeof serr);
-    if (aur_mcp_create(dir, NULL, &h, &serr, &err) != AUR_OK) {
-        cli_print_startup_error(&serr);
-        return exit_for(&serr);
-    }
-    aur_mcp_log_verbosity(h, verbosity);
-    if (apply_picks(h) != EXIT_OK) {
-        destroy_host(h);
-        return EXIT_USAGE;
-    }
-    signals_attach(h);
-    if (aur_mcp_start(h, &serr, &err) != AUR_OK) {
-        cli_print_startup_error(&serr);
-        destroy_host(h);
-        return exit_for(&serr);
-    }
-    *out = h;
-    return EXIT_OK;
-}
-
-static struct json_object *string_array(const char *const *v, size_t n)
-{
-    struct json_object *a = json_object_new_array_ext(n ? (int)n : 1);
-    for (size_t i = 0; i < n; i++)
-        json_object_array_add(a, json_object_new_string(v[i]));
-    return a;
-}
-
-struct json_object *cli_output_json(const struct aur_tool_output *o)
-{
-    struct json_object *j = json_object_new_object();
-    json_object_object_add(j, "status",
-                           json_object_new_string(aur_call_status_word(o->status)));
-    json_object_object_add(j, "content",
-                           json_object_new_string_len(o->content,
-                                                      (int)o->content_len));
-    if (o->observe && o->publish) {
-        json_object_object_add(j, "observe",
-                               string_array(o->observe, o->n_observe));
-        json_object_object_add(j, "publish",
-                               string_array(o->publish, o->n_publish));
-    }
-    return j;
-}
-
 static int cmd_check(const char *dir)
 {
     struct aur_startup_error serr;
@@ -280,8 +53,7 @@ static int cmd_check(const char *dir)
         cli_print_startup_error(&serr);
         return EXIT_USAGE;
     }
-    aur_mcp_log_verbosity(h, verbosity);
-    if (apply_picks(h) != EXIT_OK) {
+    if (cli_apply_options(h) != EXIT_OK) {
         aur_mcp_destroy(h);
         return EXIT_USAGE;
     }
@@ -310,7 +82,7 @@ static int cmd_discover(const char *dir)
     else
         cli_print_json(o);
     json_object_put(o);
-    destroy_host(h);
+    cli_destroy(h);
     return EXIT_OK;
 }
 
@@ -371,7 +143,7 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
     free(owned);
     /* Only now: while reading arguments no child exists yet, and the
      * default action (die) is the right answer to a signal. */
-    signals_start();
+    cli_signals_start();
     rc = cli_start(dir, &h);
     if (rc != EXIT_OK) {
         json_object_put(args);
@@ -390,7 +162,7 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
          : out.status == AUR_CALL_FAILED  ? EXIT_FAILED
                                           : EXIT_UNKNOWN;
     aur_tool_output_clear(&out);
-    destroy_host(h);
+    cli_destroy(h);
     return rc;
 }
 
@@ -508,19 +280,13 @@ int main(int argc, char **argv)
                 return bad_usage("--format takes table or json");
             break;
         case 'v':
-            verbosity++;
-            break;
         case 'q':
-            verbosity--;
+            cli_add_verbosity(c == 'v' ? 1 : -1);
             break;
         case 'A':
         case 'D':
-            if ((c == 'A' ? n_only : n_skip) >= MAX_PICKS)
+            if (!cli_add_pick(optarg, c == 'A'))
                 return bad_usage("at most 256 --app and 256 --disable");
-            if (c == 'A')
-                only[n_only++] = optarg;
-            else
-                skip[n_skip++] = optarg;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -567,13 +333,13 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "doctor") == 0 && optind == argc)
         return cli_doctor(dir, json || cli_format == CLI_FORMAT_JSON);
     if (strcmp(cmd, "discover") == 0 && optind == argc) {
-        signals_start();
+        cli_signals_start();
         c = cmd_discover(dir);
         cli_signals_stop();
         return c;
     }
     if (strcmp(cmd, "serve") == 0 && optind == argc) {
-        signals_start(); /* a signal during startup cancels it */
+        cli_signals_start(); /* a signal during startup cancels it */
         return cli_serve(dir);
     }
     if (strcmp(cmd, "journal") == 0 && optind == argc)

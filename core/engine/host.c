@@ -20,19 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *aur_call_status_word(enum aur_call_status s)
-{
-    switch (s) {
-    case AUR_CALL_SUCCEEDED:
-        return "succeeded";
-    case AUR_CALL_FAILED:
-        return "failed";
-    case AUR_CALL_UNKNOWN:
-        break;
-    }
-    return "unknown";
-}
-
 void aur_tool_output_clear(struct aur_tool_output *out)
 {
     if (!out)

@@ -16,6 +16,19 @@ const char *aur__state_word(enum aur__app_state s)
     return (unsigned)s < AUR__ARRAY_LEN(w) ? w[s] : "unknown";
 }
 
+const char *aur_call_status_word(enum aur_call_status s)
+{
+    switch (s) {
+    case AUR_CALL_SUCCEEDED:
+        return "succeeded";
+    case AUR_CALL_FAILED:
+        return "failed";
+    case AUR_CALL_UNKNOWN:
+        break;
+    }
+    return "unknown";
+}
+
 static struct json_object *str_or_null(const char *s)
 {
     return s ? json_object_new_string(s) : NULL;

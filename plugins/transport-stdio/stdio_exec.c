@@ -39,9 +39,15 @@
 #endif
 #endif
 
-/* A child that neither execs nor fails within this long (a chdir into a
- * hung mount) is killed and reported. */
-#define EXEC_WAIT_MS 10000
+/* A child that neither execs nor fails by the App's deadline (a chdir
+ * into a hung mount) is killed and reported; at least this long, so a
+ * deadline already spent still gives the exec a moment, and never longer
+ * than EXEC_WAIT_MAX_MS (poll takes an int).  The deadline, not a fixed
+ * wait: on a loaded machine an exec may take longer than any fixed
+ * number a quiet one suggests, and the App's timeout_seconds is the one
+ * bound the user set. */
+#define EXEC_WAIT_MIN_MS 100
+#define EXEC_WAIT_MAX_MS (24 * 3600 * 1000)
 
 struct stdio_spawner {
     pthread_mutex_t mu;
@@ -207,8 +213,11 @@ static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
     close_fd(&a.cg_events);
     pf.fd = st[0];
     pf.events = POLLIN;
+    int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
+                   : j->wait_ms > EXEC_WAIT_MAX_MS ? EXEC_WAIT_MAX_MS
+                                                   : j->wait_ms;
     do
-        n = poll(&pf, 1, EXEC_WAIT_MS);
+        n = poll(&pf, 1, (int)wait);
     while (n < 0 && errno == EINTR);
     if (n == 0) {
         e = ETIMEDOUT;

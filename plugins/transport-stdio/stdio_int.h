@@ -138,10 +138,11 @@ struct aur_conn {
 
 /* ---- stdio_spawn.c ------------------------------------------------- */
 
-/* Spawn the endpoint's command and start its I/O thread.  *out only on
- * AUR_OK; on failure nothing is left running and no sink call is made. */
+/* Spawn the endpoint's command and start its I/O thread; the exec may
+ * take until dl (the App's one startup deadline).  *out only on AUR_OK;
+ * on failure nothing is left running and no sink call is made. */
 int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
-                      struct aur_error *err);
+                      aur_deadline dl, struct aur_error *err);
 
 /* Stop sink calls, close stdin, escalate (wait, SIGTERM, SIGKILL of
  * everything the App started, through its supervisor) within dl as
@@ -158,6 +159,7 @@ struct stdio_exec_job {
     const char *cwd;           /* NULL: the host's */
     const char *title;         /* the supervisor's process title (package) */
     int fd_in, fd_out, fd_err; /* become the App's 0, 1, 2 */
+    int64_t wait_ms;           /* for the exec: what is left of the deadline */
     pid_t pid;                 /* out: the supervisor, its own group leader */
     struct stdio_contain ct;   /* out: the App's containment handle */
     /* private to stdio_exec.c */

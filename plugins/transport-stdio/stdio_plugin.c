@@ -223,7 +223,7 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
     }
     rc = conn_parse(c, endpoint, err);
     if (rc == AUR_OK)
-        rc = stdio_child_start(c, &c->child, err);
+        rc = stdio_child_start(c, &c->child, dl, err);
     if (rc != AUR_OK) {
         conn_free(c);
         return rc;
@@ -343,7 +343,7 @@ static int stdio_reopen(struct aur_conn *c, aur_deadline dl,
     c->child = NULL;
     if (old)
         stdio_child_stop(old, dl); /* retired first: no on_closed */
-    rc = stdio_child_start(c, &c->child, err);
+    rc = stdio_child_start(c, &c->child, dl, err);
     if (rc == AUR_OK)
         c->st->host->log(c->st->self, AUR_LOG_INFO,
                          "%s: App process restarted (pid %d)", c->package,

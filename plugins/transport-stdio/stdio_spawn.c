@@ -201,10 +201,12 @@ static int collect_redact(struct stdio_child *ch, char **envp)
     return 0;
 }
 
-static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2])
+static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2],
+                 int64_t wait_ms)
 {
     const struct aur_conn *c = ch->conn;
     struct stdio_exec_job j = {
+        .wait_ms = wait_ms,
         .argv = c->argv,
         .cwd = c->cwd,
         .title = c->package,
@@ -254,7 +256,7 @@ static void kill_now(struct stdio_child *ch)
 }
 
 int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
-                      struct aur_error *err)
+                      aur_deadline dl, struct aur_error *err)
 {
     struct stdio_child *ch = calloc(1, sizeof *ch);
     int in[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1};
@@ -304,7 +306,7 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                         strerror_r(rc, eb, sizeof eb));
         goto fail;
     }
-    rc = spawn(ch, in, op, ep);
+    rc = spawn(ch, in, op, ep, aur_remaining_ms(c->st->host, dl));
     close_fd(&in[0]);
     close_fd(&op[1]);
     close_fd(&ep[1]);

@@ -17,15 +17,36 @@ struct aur__kv {
     int line;
 };
 
+struct aur__config_diag;
+
 /* A frozen ini section: the opaque struct aur_cfg of the ABI. */
 struct aur_cfg {
     char *file;    /* path as shown in errors */
     char *section; /* section name without brackets */
     struct aur__kv *kv;
     size_t n;
+    int line; /* of the [header]; 0 = none (a section the core made) */
+    /* Set only while the loader runs a transport's check on this
+     * section (one thread, before any App starts): where cfg_fail
+     * records the place of the error.  NULL otherwise. */
+    struct aur__config_diag *diag;
 };
 
-enum aur__transport { AUR__T_STDIO = 0, AUR__T_HTTP = 1 };
+/*
+ * What the loader knows of one transport, made by the engine from a
+ * loaded transport plugin (aur_transport_ops, ABI 1.4): the config
+ * module names no transport itself.  All borrowed from the plugin.
+ */
+struct aur__transport_def {
+    const char *name;           /* the plugin's name: always a word */
+    const char *const *words;   /* more `transport =` words, or NULL */
+    const char *section;        /* the App file's section it reads */
+    const struct aur_cfg_key *keys; /* NULL-key ended; NULL = any key */
+    uint32_t caps;              /* AUR_TCAP_* */
+    int (*check)(void *state, const struct aur_cfg *endpoint, int active,
+                 struct aur_error *err);
+    void *state;
+};
 enum aur__event_mode {
     AUR__EV_DISABLED = 0,
     AUR__EV_WORLD = 1,
@@ -54,26 +75,14 @@ struct aur__app_cfg {
     char *file; /* the ini file, as shown in errors */
     char *package;
     bool enabled;
-    enum aur__transport transport;
+    const struct aur__transport_def *transport; /* never NULL once loaded */
     double timeout_s;
     int64_t timeout_ms; /* ceil(timeout_s * 1000), >= 1 */
     enum aur__event_mode event_mode;
     struct aur__budgets budgets; /* [mcp] defaults + [app] overrides */
-    /* stdio */
-    char *command;
-    char **args; /* nargs, order kept */
-    size_t nargs;
-    char *working_dir_abs; /* realpath inside the config dir */
-    char **env;            /* whitelisted names, unique */
-    size_t nenv;
-    /* http */
-    char *url;
-    char *auth_env; /* NULL = none */
-    char *ca_file_abs;
     /*
-     * The section handed to the transport's open(): the [stdio] or [http]
-     * keys as written plus "package", "timeout_ms" and (stdio)
-     * "working_dir" replaced by working_dir_abs (ca_file likewise).
+     * The section handed to the transport (check, open, preflight): its
+     * keys as written plus "package", "timeout_ms" and "config_dir".
      */
     struct aur_cfg endpoint;
 };
@@ -123,14 +132,43 @@ struct aur__config_diag {
 };
 
 /*
- * Load and validate dir.  On failure returns AUR_E_CONFIG (or AUR_E_NOMEM)
- * with err->msg = "<file>:<line>: <key>: <what>" and *diag (optional)
- * filled; nothing is allocated then.  All checks of aurora-semantics §3 that
- * need no running App are done here, including working_dir resolution.
+ * Load and validate dir in two steps, because the transports an App file
+ * may name are known only once host.ini's plugins are loaded:
+ * aur__config_load_host reads host.ini alone (*out has no Apps and no
+ * agents yet), aur__config_load_apps reads apps.d and agents.ini into it,
+ * checking each App's transport section against defs[0..ndefs) (and the
+ * transport's own check).  aur__config_load does both.  On failure
+ * returns AUR_E_CONFIG (or AUR_E_NOMEM) with err->msg =
+ * "<file>:<line>: <key>: <what>" and *diag (optional) filled; load_host
+ * and load then allocate nothing, load_apps leaves c as it was given
+ * (free it).  Every check that needs no running App is done here.
  */
-int aur__config_load(const char *dir, struct aur__config **out,
+int aur__config_load_host(const char *dir, struct aur__config **out,
+                          struct aur__config_diag *diag,
+                          struct aur_error *err);
+int aur__config_load_apps(struct aur__config *c,
+                          const struct aur__transport_def *defs,
+                          size_t ndefs, struct aur__config_diag *diag,
+                          struct aur_error *err);
+int aur__config_load(const char *dir, const struct aur__transport_def *defs,
+                     size_t ndefs, struct aur__config **out,
                      struct aur__config_diag *diag, struct aur_error *err);
 void aur__config_free(struct aur__config *cfg);
+
+/* *d as a transport plugin of that name, ops and state describes it
+ * (ops borrowed: copied into host storage by the loader; a plugin from
+ * before ABI 1.4 reads its section by its own name and takes any key). */
+void aur__transport_def_init(struct aur__transport_def *d, const char *name,
+                             const struct aur_transport_ops *ops,
+                             void *state);
+
+/* Does d take `transport = w` (its plugin name or one of its words)? */
+bool aur__transport_takes(const struct aur__transport_def *d, const char *w);
+/* Is name in host.ini's plugins? */
+bool aur__config_has_plugin(const struct aur__config *c, const char *name);
+
+/* The word a def is known by (its first word, else its name). */
+const char *aur__transport_word(const struct aur__transport_def *d);
 
 /* The section of host.ini named name, or an empty static section. */
 const struct aur_cfg *aur__config_plugin_section(const struct aur__config *c,
@@ -146,8 +184,19 @@ int aur__cfg_int(const struct aur_cfg *cfg, const char *key, int64_t dflt,
                  int64_t *out, struct aur_error *err);
 int aur__cfg_bool(const struct aur_cfg *cfg, const char *key, int dflt,
                   int *out, struct aur_error *err);
+/* cfg_fail and cfg_line of the host vtable (ABI 1.4). */
+int aur__cfg_fail_at(const struct aur_cfg *cfg, const char *key, size_t i,
+                     struct aur_error *err, const char *fmt, ...)
+    AUR_PRINTF(5, 6);
+int aur__cfg_line(const struct aur_cfg *cfg, const char *key, size_t i);
+/* cfg_path of the host vtable (ABI 1.4, config_cfg.c). */
+char *aur__cfg_path(const struct aur_cfg *cfg, const char *key, size_t i,
+                    unsigned flags, struct aur_error *err);
+/* The keys of cfg against keys (NULL-key ended; NULL = any): unknown,
+ * repeated, missing; AUR_E_CONFIG naming file, line and key. */
+int aur__cfg_keys_check(const struct aur_cfg *cfg,
+                        const struct aur_cfg_key *keys, struct aur_error *err);
 
-const char *aur__transport_word(enum aur__transport t);
 const char *aur__event_mode_word(enum aur__event_mode m);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * config_agents.c - agents.ini (optional): [agent <id>] sections with
- * repeatable `tools = <pattern>` keys (aurora-semantics §3.5).
+ * repeatable `tools = <pattern>` keys (README: Configuration).
  *
  * Patterns are kept verbatim, '!' included; whether they name registered
  * tools is decided after discovery, by the engine.  Here only their syntax
@@ -85,7 +85,7 @@ static const char *agent_id(const char *name)
 static int load_agent(struct aur__cfg_ctx *ctx, struct aur__config *c,
                       struct aur__ini_sec *sec)
 {
-    static const struct aur__key_rule rules[] = {{"tools", false, true}};
+    static const struct aur_cfg_key rules[] = {{"tools", false, true}};
     struct aur__agent_cfg *ag = &c->agents[c->nagents];
     const char *id = agent_id(sec->cfg.section), *p, *why;
     char key[64];
@@ -105,7 +105,7 @@ static int load_agent(struct aur__cfg_ctx *ctx, struct aur__config *c,
         if (strcmp(c->agents[i].id, id) == 0)
             return aur__cfg_fail(ctx, AGENTS_FILE, sec->line, key,
                                  "agent %s defined twice", id);
-    rc = aur__check_keys(ctx, sec, rules, AUR__ARRAY_LEN(rules));
+    rc = aur__check_keys(ctx, &sec->cfg, rules, AUR__ARRAY_LEN(rules));
     if (rc != AUR_OK)
         return rc;
     for (i = 0; i < sec->cfg.n; i++)

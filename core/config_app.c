@@ -1,21 +1,18 @@
 /*
- * config_app.c - apps.d/<name>.ini: one App per file (aurora-semantics §3.1,
- * §3.3 translated to ini), and the path rules for working_dir / ca_file.
+ * config_app.c - apps.d/<name>.ini: one App per file (docs/transports.md):
+ * its [app] section, and the section of the transport it names, whose
+ * keys and values the transport plugin defines (struct
+ * aur__transport_def): this file names no transport.
  *
  * Files are taken in strcmp order of their names ("config order"); names
  * not ending in ".ini" are ignored; a missing apps.d means no Apps.
- * Single-threaded; getenv is read for auth_env only (never logged: error
- * texts name the variable, not its value).
+ * Single-threaded.
  */
 #include "aur_setup.h"
-
-#include <arpa/inet.h>
 
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
-#include <strings.h>
-#include <sys/stat.h>
 
 #include <aurora/aur_host.h>
 
@@ -26,29 +23,23 @@
 #define MAX_APP_FILES 4096
 #define MAX_TIMEOUT_S 1e9 /* keeps timeout_ms and deadlines far from int64 */
 
-static const struct aur__key_rule app_rules[] = {
+static const struct aur_cfg_key app_rules[] = {
     {"package", true, false},         {"enabled", true, false},
     {"transport", true, false},       {"timeout_seconds", true, false},
     {"event_mode", false, false},
     AUR__BUDGET_KEY_RULES,
 };
-static const struct aur__key_rule stdio_rules[] = {
-    {"command", true, false},
-    {"arg", false, true},
-    {"working_dir", true, false},
-    {"env", false, true},
-};
-static const struct aur__key_rule http_rules[] = {
-    {"url", true, false},
-    {"auth_env", false, false},
-    {"ca_file", false, false},
-};
+/* The keys the host adds to a transport's section (aur_plugin.h). */
+static const char *const host_keys[] = {"package", "timeout_ms",
+                                        "config_dir"};
 
 struct app_doc {
     struct aur__cfg_ctx *ctx;
     struct aur__config *c;
+    const struct aur__transport_def *defs;
+    size_t ndefs;
     struct aur__ini *ini;
-    struct aur__ini_sec *app, *ep; /* ep: [stdio] or [http] */
+    struct aur__ini_sec *app, *ep; /* ep: the transport's section */
     struct aur__app_cfg *a;
     bool active;
 };
@@ -60,256 +51,79 @@ static int fail_kv(struct app_doc *d, const struct aur__kv *kv,
 }
 
 /* ------------------------------------------------------------------ */
-/* paths                                                              */
-/* ------------------------------------------------------------------ */
-
-const char *aur__rel_path_problem(char *path)
-{
-    char *p;
-    const char *seg;
-
-    for (p = path; *p; p++)
-        if (*p == '\\')
-            *p = '/';
-    if (*path == '\0')
-        return "must not be blank";
-    if (*path == '/')
-        return "must be a relative path";
-    if (((path[0] >= 'A' && path[0] <= 'Z') ||
-         (path[0] >= 'a' && path[0] <= 'z')) &&
-        path[1] == ':')
-        return "must not start with a drive letter";
-    for (seg = path; seg; seg = strchr(seg, '/'), seg = seg ? seg + 1 : NULL)
-        if (seg[0] == '.' && seg[1] == '.' && (seg[2] == '/' || !seg[2]))
-            return "must not contain a '..' segment";
-    return NULL;
-}
-
-static bool inside(const char *root, const char *p)
-{
-    size_t n = strlen(root);
-
-    if (strcmp(root, "/") == 0)
-        return true;
-    return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
-}
-
-/*
- * Resolve root/rel component by component: every existing component goes
- * through realpath (so symlinks are followed), the first missing one and
- * what follows are appended as written ('.' and empty segments dropped).
- * A dangling symlink cannot be proved to stay inside: *why says so.
- * Returns AUR_OK with *out, AUR_E_NOMEM, or AUR_E_CONFIG with *why.
- */
-static int resolve_under(const char *root, const char *rel, char **out,
-                         const char **why)
-{
-    char *cur = strdup(root), *copy = strdup(rel), *save = NULL, *seg;
-    bool missing = false;
-    int rc = AUR_OK;
-
-    if (!cur || !copy) {
-        rc = AUR_E_NOMEM;
-        goto out;
-    }
-    for (seg = strtok_r(copy, "/", &save); seg;
-         seg = strtok_r(NULL, "/", &save)) {
-        char *next, *real;
-        struct stat st;
-        if (strcmp(seg, ".") == 0)
-            continue;
-        next = aur__path_join(cur, seg);
-        if (!next) {
-            rc = AUR_E_NOMEM;
-            goto out;
-        }
-        if (missing || lstat(next, &st) != 0) {
-            missing = true;
-            free(cur);
-            cur = next;
-            continue;
-        }
-        real = realpath(next, NULL);
-        free(next);
-        if (!real) {
-            /* lstat saw it, so it is a link that leads nowhere (or we
-             * may not look): it cannot be shown to stay inside. */
-            if (errno == ENOMEM) {
-                rc = AUR_E_NOMEM;
-            } else {
-                rc = AUR_E_CONFIG;
-                *why = "cannot be resolved (dangling or looping symbolic "
-                       "link?)";
-            }
-            goto out;
-        }
-        free(cur);
-        cur = real;
-        if (!inside(root, cur)) {
-            rc = AUR_E_CONFIG;
-            *why = "resolves outside the config directory (symbolic link)";
-            goto out;
-        }
-    }
-    *out = cur;
-    cur = NULL;
-out:
-    free(cur);
-    free(copy);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* the HTTPS URL rule                                                 */
-/* ------------------------------------------------------------------ */
-
-static bool hexdig(int c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-           (c >= 'A' && c <= 'F');
-}
-
-static bool host_char(int c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
-}
-
-/* RFC 3986 pchar plus '/' and '?', with '%' checked by the caller. */
-static bool path_char(int c)
-{
-    return host_char(c) || c == '~' || (c && strchr("!$&'()*+,;=:@/?", c));
-}
-
-const char *aur__url_problem(const char *url)
-{
-    const char *p, *auth, *aend, *host_end;
-
-    for (p = url; *p; p++)
-        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
-            return "must not contain blanks, control or non-ASCII "
-                   "characters";
-    if (strncasecmp(url, "https://", 8) != 0)
-        return "must be an https:// URL";
-    if (strchr(url, '#'))
-        return "must not contain a fragment (#...)";
-    auth = url + 8;
-    aend = auth + strcspn(auth, "/?");
-    if (memchr(auth, '@', (size_t)(aend - auth)))
-        return "must not contain userinfo (user@ or user:password@)";
-    if (*auth == '[') {
-        host_end = memchr(auth, ']', (size_t)(aend - auth));
-        if (!host_end || host_end == auth + 1)
-            return "has a malformed IPv6 host";
-        for (p = auth + 1; p < host_end; p++)
-            if (!hexdig((unsigned char)*p) && *p != ':' && *p != '.')
-                return "has a malformed IPv6 host";
-        {
-            /* The literal itself must parse, as curl will insist later. */
-            char lit[64];
-            struct in6_addr a6;
-            size_t ln = (size_t)(host_end - auth - 1);
-            if (ln >= sizeof lit)
-                return "has a malformed IPv6 host";
-            memcpy(lit, auth + 1, ln);
-            lit[ln] = '\0';
-            if (inet_pton(AF_INET6, lit, &a6) != 1)
-                return "has a malformed IPv6 host";
-        }
-        host_end++;
-    } else {
-        for (host_end = auth; host_end < aend && *host_end != ':'; host_end++)
-            if (!host_char((unsigned char)*host_end))
-                return "has a bad character in the host";
-        if (host_end == auth)
-            return "has no host";
-        if (host_end - auth > 253) /* the DNS limit */
-            return "has a host name longer than 253 characters";
-    }
-    if (host_end < aend) {
-        long port = 0;
-        if (*host_end != ':' || host_end + 1 == aend || aend - host_end > 6)
-            return "has a bad port";
-        for (p = host_end + 1; p < aend; p++) {
-            if (*p < '0' || *p > '9')
-                return "has a bad port";
-            port = port * 10 + (*p - '0');
-        }
-        if (port < 1 || port > 65535)
-            return "has a bad port";
-    }
-    for (p = aend; *p; p++) {
-        if (*p == '%') {
-            if (!hexdig((unsigned char)p[1]) || !hexdig((unsigned char)p[2]))
-                return "has a bad percent-escape";
-            p += 2;
-        } else if (!path_char((unsigned char)*p)) {
-            return "has a character that must be percent-encoded";
-        }
-    }
-    return NULL;
-}
-
-/* ------------------------------------------------------------------ */
 /* one App file                                                       */
 /* ------------------------------------------------------------------ */
 
-static bool has_plugin(const struct aur__config *c, const char *name)
+/* key is among keys, which a NULL key ends (or n, app_rules' length). */
+static bool has_key_n(const struct aur_cfg_key *keys, size_t n,
+                      const char *key)
 {
-    size_t i;
-
-    for (i = 0; i < c->nplugins; i++)
-        if (strcmp(c->plugins[i], name) == 0)
+    for (size_t i = 0; keys && i < n && keys[i].key; i++)
+        if (strcmp(keys[i].key, key) == 0)
             return true;
     return false;
 }
 
-/* A key that belongs in another section gets a pointed message. */
+static bool has_key(const struct aur_cfg_key *keys, const char *key)
+{
+    return has_key_n(keys, SIZE_MAX, key);
+}
+
+static bool app_key(const char *key)
+{
+    return has_key_n(app_rules, AUR__ARRAY_LEN(app_rules), key);
+}
+
+/* The def whose section is name, or NULL. */
+static const struct aur__transport_def *
+section_owner(const struct app_doc *d, const char *name)
+{
+    for (size_t i = 0; i < d->ndefs; i++)
+        if (aur__config_has_plugin(d->c, d->defs[i].name) &&
+            strcmp(d->defs[i].section, name) == 0)
+            return &d->defs[i];
+    return NULL;
+}
+
+/* A key that belongs in another section gets a pointed message: a
+ * transport key in [app], an [app] key in the transport's section, a key
+ * of another transport's section. */
 static int wrong_section(struct app_doc *d, const struct aur__ini_sec *sec)
 {
-    static const struct {
-        const struct aur__key_rule *rules;
-        size_t n;
-        const char *section, *hint;
-    } owners[] = {
-        {app_rules, AUR__ARRAY_LEN(app_rules), "app", "belongs in [app]"},
-        {stdio_rules, AUR__ARRAY_LEN(stdio_rules), "stdio",
-         "belongs in [stdio] (transport = stdio only)"},
-        {http_rules, AUR__ARRAY_LEN(http_rules), "http",
-         "belongs in [http] (transport = streamable_http only)"},
-    };
-    size_t i, j, k;
+    bool in_app = strcmp(sec->cfg.section, "app") == 0;
+    const struct aur__transport_def *own =
+        in_app ? NULL : section_owner(d, sec->cfg.section);
 
-    for (i = 0; i < sec->cfg.n; i++)
-        for (j = 0; j < AUR__ARRAY_LEN(owners); j++) {
-            if (strcmp(owners[j].section, sec->cfg.section) == 0)
+    for (size_t i = 0; i < sec->cfg.n; i++) {
+        const struct aur__kv *kv = &sec->cfg.kv[i];
+        char hint[160];
+
+        if (!in_app && app_key(kv->key))
+            return fail_kv(d, kv, "belongs in [app]");
+        for (size_t k = 0; !in_app && k < AUR__ARRAY_LEN(host_keys); k++)
+            if (strcmp(host_keys[k], kv->key) == 0)
+                return fail_kv(d, kv, "is set by the host (from [app] and "
+                                      "the config directory)");
+        if (app_key(kv->key) || (own && has_key(own->keys, kv->key)))
+            continue;
+        for (size_t t = 0; t < d->ndefs; t++) {
+            const struct aur__transport_def *o = &d->defs[t];
+            if (o == own || !aur__config_has_plugin(d->c, o->name) ||
+                !has_key(o->keys, kv->key))
                 continue;
-            for (k = 0; k < owners[j].n; k++)
-                if (strcmp(owners[j].rules[k].key, sec->cfg.kv[i].key) == 0)
-                    return fail_kv(d, &sec->cfg.kv[i], owners[j].hint);
+            snprintf(hint, sizeof hint, "belongs in [%s] (transport = %s "
+                                        "only)",
+                     o->section, aur__transport_word(o));
+            return fail_kv(d, kv, hint);
         }
+    }
     return AUR_OK;
 }
 
+/* [app] is there (the other sections are judged once the transport is
+ * known: a transport that is not loaded is the error to report first). */
 static int check_sections(struct app_doc *d)
 {
-    size_t i;
-
-    for (i = 0; i < d->ini->nsecs; i++) {
-        const struct aur__ini_sec *s = &d->ini->secs[i];
-        if (strcmp(s->cfg.section, "app") != 0 &&
-            strcmp(s->cfg.section, "stdio") != 0 &&
-            strcmp(s->cfg.section, "http") != 0) {
-            static const char *const known[] = {"app", "stdio", "http"};
-            const char *near = aur_suggest(s->cfg.section, known, 3);
-            char key[64];
-            snprintf(key, sizeof key, "[%.60s]", s->cfg.section);
-            return aur__cfg_fail(d->ctx, d->ini->file, s->line, key,
-                                 "unknown section (want app, stdio, http)%s%s%s",
-                                 near ? "; did you mean [" : "",
-                                 near ? near : "", near ? "]?" : "");
-        }
-    }
     d->app = aur__ini_find(d->ini, "app");
     if (!d->app)
         return aur__cfg_fail(d->ctx, d->ini->file, 0, "[app]",
@@ -317,46 +131,105 @@ static int check_sections(struct app_doc *d)
     return AUR_OK;
 }
 
+/* A section no loaded transport reads. */
+static int unknown_section(struct app_doc *d, const struct aur__ini_sec *s)
+{
+    const char *known[32], *near;
+    char want[256], key[64];
+    size_t nk = 0, n;
+
+    known[nk++] = "app";
+    n = (size_t)snprintf(want, sizeof want, "app");
+    for (size_t t = 0; t < d->ndefs && nk < AUR__ARRAY_LEN(known); t++) {
+        if (!aur__config_has_plugin(d->c, d->defs[t].name))
+            continue;
+        known[nk++] = d->defs[t].section;
+        if (n < sizeof want)
+            n += (size_t)snprintf(want + n, sizeof want - n, ", %s",
+                                  d->defs[t].section);
+    }
+    near = aur_suggest(s->cfg.section, known, nk);
+    snprintf(key, sizeof key, "[%.60s]", s->cfg.section);
+    return aur__cfg_fail(d->ctx, d->ini->file, s->line, key,
+                         "unknown section (want %s)%s%s%s", want,
+                         near ? "; did you mean [" : "", near ? near : "",
+                         near ? "]?" : "");
+}
+
+/* transport = names a loaded transport plugin (or one of its words). */
+static int find_transport(struct app_doc *d, const struct aur__kv *kv)
+{
+    const char *words[64], *near;
+    char list[256];
+    size_t nw = 0, n = 0;
+
+    /* Only the transports host.ini deploys (the engine's defs are
+     * exactly those; a test's may be more). */
+    for (size_t i = 0; i < d->ndefs; i++)
+        if (aur__config_has_plugin(d->c, d->defs[i].name) &&
+            aur__transport_takes(&d->defs[i], kv->value)) {
+            d->a->transport = &d->defs[i];
+            return AUR_OK;
+        }
+    list[0] = '\0';
+    for (size_t i = 0; i < d->ndefs; i++) {
+        const struct aur__transport_def *t = &d->defs[i];
+        if (!aur__config_has_plugin(d->c, t->name))
+            continue;
+        if (nw < AUR__ARRAY_LEN(words))
+            words[nw++] = t->name;
+        for (const char *const *p = t->words; p && *p; p++)
+            if (nw < AUR__ARRAY_LEN(words))
+                words[nw++] = *p;
+        if (n < sizeof list)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                  n ? ", " : "", aur__transport_word(t));
+    }
+    near = aur_suggest(kv->value, words, nw);
+    return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
+                         "no transport plugin in host.ini plugins takes "
+                         "'%s' (%s%s)%s%s%s",
+                         kv->value, n ? "loaded: " : "none loaded",
+                         list, near ? "; did you mean " : "",
+                         near ? near : "", near ? "?" : "");
+}
+
 static int parse_transport(struct app_doc *d)
 {
     const struct aur__kv *kv = aur__sec_kv(d->app, "transport");
-    struct aur__ini_sec *other;
-    bool stdio;
-    char key[16];
+    const struct aur__transport_def *def;
+    char key[80];
+    int rc = find_transport(d, kv);
 
-    if (strcmp(kv->value, "stdio") == 0)
-        d->a->transport = AUR__T_STDIO;
-    else if (strcmp(kv->value, "streamable_http") == 0)
-        d->a->transport = AUR__T_HTTP;
-    else
-        return fail_kv(d, kv, "must be stdio or streamable_http");
-    stdio = d->a->transport == AUR__T_STDIO;
-    other = aur__ini_find(d->ini, stdio ? "http" : "stdio");
-    if (other && other->cfg.n > 0) {
-        /* Name the first key that cannot apply, on its own line (a url
-         * in [http] of a stdio App, a command in [stdio] of an HTTP
-         * one), rather than only the section header. */
-        const struct aur__kv *x = &other->cfg.kv[0];
-        return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
-                             "[%s] is not allowed with transport = %s "
-                             "(line %d)",
-                             other->cfg.section, kv->value, kv->line);
-    }
-    if (other) {
-        snprintf(key, sizeof key, "[%s]", other->cfg.section);
+    if (rc != AUR_OK)
+        return rc;
+    def = d->a->transport;
+    for (size_t i = 0; i < d->ini->nsecs; i++) {
+        const struct aur__ini_sec *other = &d->ini->secs[i];
+        if (strcmp(other->cfg.section, "app") == 0 ||
+            strcmp(other->cfg.section, def->section) == 0)
+            continue;
+        if (!section_owner(d, other->cfg.section))
+            return unknown_section(d, other);
+        /* Another transport's section: name its first key on its own
+         * line (a url in [http] of a stdio App), else the header. */
+        if (other->cfg.n > 0) {
+            const struct aur__kv *x = &other->cfg.kv[0];
+            return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
+                                 "[%s] is not allowed with transport = %s "
+                                 "(line %d)",
+                                 other->cfg.section, kv->value, kv->line);
+        }
+        snprintf(key, sizeof key, "[%.70s]", other->cfg.section);
         return aur__cfg_fail(d->ctx, d->ini->file, other->line, key,
                              "not allowed with transport = %s (line %d)",
                              kv->value, kv->line);
     }
-    d->ep = aur__ini_find(d->ini, stdio ? "stdio" : "http");
+    d->ep = aur__ini_find(d->ini, def->section);
     if (!d->ep)
         return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
                              "%s needs a [%s] section", kv->value,
-                             stdio ? "stdio" : "http");
-    if (!has_plugin(d->c, stdio ? "transport-stdio" : "transport-http"))
-        return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
-                             "needs plugin %s in host.ini plugins",
-                             stdio ? "transport-stdio" : "transport-http");
+                             def->section);
     return AUR_OK;
 }
 
@@ -405,7 +278,7 @@ static int parse_app(struct app_doc *d)
 
     rc = wrong_section(d, d->app);
     if (rc == AUR_OK)
-        rc = aur__check_keys(d->ctx, d->app, app_rules,
+        rc = aur__check_keys(d->ctx, &d->app->cfg, app_rules,
                              AUR__ARRAY_LEN(app_rules));
     if (rc == AUR_OK)
         rc = parse_transport(d);
@@ -445,164 +318,19 @@ static int parse_app(struct app_doc *d)
         else
             return fail_kv(d, kv, "must be disabled, world_events or "
                                   "legacy_aurora_event");
-        if (a->transport == AUR__T_HTTP && a->event_mode == AUR__EV_WORLD)
-            return fail_kv(d, kv, "world_events is not supported with "
-                                  "transport = streamable_http");
+        /* Events arrive unasked: they need a channel from the server
+         * that is always there (docs/transports.md). */
+        if (a->event_mode == AUR__EV_WORLD &&
+            !(a->transport->caps & AUR_TCAP_STREAM))
+            return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
+                                 "world_events is not supported with "
+                                 "transport = %s (it keeps no stream open "
+                                 "from the server)",
+                                 aur__sec_kv(d->app, "transport")->value);
         if (a->event_mode != AUR__EV_DISABLED &&
-            !has_plugin(d->c, "ext-world-events"))
+            !aur__config_has_plugin(d->c, "ext-world-events"))
             return fail_kv(d, kv, "needs plugin ext-world-events in "
                                   "host.ini plugins");
-    }
-    return AUR_OK;
-}
-
-/* Copy the values of a repeatable key into a fresh array. */
-static int collect(struct app_doc *d, const char *key, char ***out,
-                   size_t *n)
-{
-    const struct aur_cfg *cfg = &d->ep->cfg;
-    size_t i, k = 0, count = aur__cfg_count(cfg, key);
-
-    if (count == 0)
-        return AUR_OK;
-    *out = calloc(count, sizeof **out);
-    if (!*out)
-        return AUR_E_NOMEM;
-    for (i = 0; i < cfg->n; i++) {
-        if (strcmp(cfg->kv[i].key, key) != 0)
-            continue;
-        if (!((*out)[k] = strdup(cfg->kv[i].value)))
-            return AUR_E_NOMEM;
-        *n = ++k;
-    }
-    return AUR_OK;
-}
-
-static int parse_stdio(struct app_doc *d)
-{
-    struct aur__app_cfg *a = d->a;
-    struct aur__kv *kv;
-    const char *why = NULL;
-    struct stat st;
-    size_t i, j;
-    int rc;
-
-    kv = aur__sec_kv(d->ep, "command");
-    if (*kv->value == '\0')
-        return fail_kv(d, kv, "must not be blank");
-    for (i = 0; i < d->ep->cfg.n; i++) {
-        const struct aur__kv *x = &d->ep->cfg.kv[i];
-        if (strcmp(x->key, "arg") == 0 && *x->value == '\0')
-            return fail_kv(d, x, "must not be blank");
-        if (strcmp(x->key, "env") != 0)
-            continue;
-        if (!aur__valid_env_name(x->value))
-            return fail_kv(d, x, "must be an environment variable name "
-                                 "[A-Za-z_][A-Za-z0-9_]*");
-        const struct aur__env_deny *deny = aur__env_deny_row(x->value);
-        if (deny)
-            return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
-                                 "%s can make the App's loader or "
-                                 "interpreter run foreign code (%s: %s); "
-                                 "it is never passed to an App",
-                                 x->value, deny->family, deny->why);
-        for (j = 0; j < i; j++)
-            if (strcmp(d->ep->cfg.kv[j].key, "env") == 0 &&
-                strcmp(d->ep->cfg.kv[j].value, x->value) == 0)
-                return aur__cfg_fail(d->ctx, d->ini->file, x->line, x->key,
-                                     "%s listed twice (first on line %d)",
-                                     x->value, d->ep->cfg.kv[j].line);
-    }
-    /* One rule for paths in a config file: relative to the config
-     * directory, wherever the host is started from.  A bare name goes
-     * through PATH (execvp's rule); a name with a '/' is a path. */
-    if (strchr(kv->value, '/') && kv->value[0] != '/') {
-        const char *rel = kv->value;
-        while (rel[0] == '.' && rel[1] == '/')
-            for (rel += 2; *rel == '/';)
-                rel++;
-        char *abs = aur__path_join(d->c->dir, rel);
-        if (!abs)
-            return AUR_E_NOMEM;
-        free(kv->value);
-        kv->value = abs;
-    }
-    if (!(a->command = strdup(kv->value)))
-        return AUR_E_NOMEM;
-    rc = collect(d, "arg", &a->args, &a->nargs);
-    if (rc == AUR_OK)
-        rc = collect(d, "env", &a->env, &a->nenv);
-    if (rc != AUR_OK)
-        return rc;
-
-    kv = aur__sec_kv(d->ep, "working_dir");
-    if ((why = aur__rel_path_problem(kv->value)))
-        return fail_kv(d, kv, why);
-    rc = resolve_under(d->c->dir, kv->value, &a->working_dir_abs, &why);
-    if (rc == AUR_E_CONFIG)
-        return fail_kv(d, kv, why);
-    if (rc != AUR_OK)
-        return rc;
-    if (d->active && stat(a->working_dir_abs, &st) != 0)
-        return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
-                             "directory %s does not exist", kv->value);
-    if (d->active && !S_ISDIR(st.st_mode))
-        return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
-                             "%s is not a directory", kv->value);
-    /* The transport gets the resolved directory. */
-    free(kv->value);
-    return (kv->value = strdup(a->working_dir_abs)) ? AUR_OK : AUR_E_NOMEM;
-}
-
-static int parse_http(struct app_doc *d)
-{
-    struct aur__app_cfg *a = d->a;
-    struct aur__kv *kv;
-    const char *why;
-    struct stat st;
-
-    kv = aur__sec_kv(d->ep, "url");
-    if ((why = aur__url_problem(kv->value)))
-        return fail_kv(d, kv, why);
-    if (!(a->url = strdup(kv->value)))
-        return AUR_E_NOMEM;
-
-    if ((kv = aur__sec_kv(d->ep, "auth_env"))) {
-        const char *v;
-        if (!aur__valid_env_name(kv->value))
-            return fail_kv(d, kv, "must be an environment variable name "
-                                  "[A-Za-z_][A-Za-z0-9_]*");
-        v = getenv(kv->value);
-        if (d->active && (!v || !*v))
-            return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
-                                 "environment variable %s is %s", kv->value,
-                                 v ? "empty" : "not set");
-        if (!(a->auth_env = strdup(kv->value)))
-            return AUR_E_NOMEM;
-    }
-
-    if ((kv = aur__sec_kv(d->ep, "ca_file"))) {
-        char *joined;
-        if ((why = aur__rel_path_problem(kv->value)))
-            return fail_kv(d, kv, why);
-        joined = aur__path_join(d->c->dir, kv->value);
-        if (!joined)
-            return AUR_E_NOMEM;
-        /* Symlinks are followed: a linked system bundle is fine. */
-        a->ca_file_abs = realpath(joined, NULL);
-        if (!a->ca_file_abs) {
-            a->ca_file_abs = joined;
-            joined = NULL;
-        }
-        free(joined);
-        if (d->active && (stat(a->ca_file_abs, &st) != 0 ||
-                          !S_ISREG(st.st_mode)))
-            return aur__cfg_fail(d->ctx, d->ini->file, kv->line, kv->key,
-                                 "%s is not a readable regular file",
-                                 kv->value);
-        free(kv->value);
-        if (!(kv->value = strdup(a->ca_file_abs)))
-            return AUR_E_NOMEM;
     }
     return AUR_OK;
 }
@@ -633,18 +361,29 @@ static int push_kv(struct aur__ini_sec *sec, const char *key,
     return AUR_OK;
 }
 
-/* Move the endpoint section into the App with the core-resolved keys. */
+/* The transport's keys, then the host's added: package, timeout_ms and
+ * config_dir, on the lines they come from. */
 static int build_endpoint(struct app_doc *d)
 {
+    const struct aur__transport_def *def = d->a->transport;
     char ms[32];
-    int rc;
+    int rc = wrong_section(d, d->ep);
+    size_t nkeys = 0;
 
+    while (def->keys && def->keys[nkeys].key)
+        nkeys++;
+    if (rc == AUR_OK && def->keys)
+        rc = aur__check_keys(d->ctx, &d->ep->cfg, def->keys, nkeys);
+    if (rc != AUR_OK)
+        return rc;
     snprintf(ms, sizeof ms, "%lld", (long long)d->a->timeout_ms);
     rc = push_kv(d->ep, "package", d->a->package,
                  aur__sec_kv(d->app, "package")->line);
     if (rc == AUR_OK)
         rc = push_kv(d->ep, "timeout_ms", ms,
                      aur__sec_kv(d->app, "timeout_seconds")->line);
+    if (rc == AUR_OK)
+        rc = push_kv(d->ep, "config_dir", d->c->dir, 0);
     if (rc != AUR_OK)
         return rc;
     d->a->endpoint = d->ep->cfg;
@@ -653,37 +392,66 @@ static int build_endpoint(struct app_doc *d)
     return AUR_OK;
 }
 
-static int load_one(struct aur__cfg_ctx *ctx, struct aur__config *c,
+/*
+ * The transport's own check of its values.  Its errors come through
+ * cfg_fail, which names file, line and key; one that does not (a plugin
+ * that wrote err itself) is put at the section's header, so every config
+ * error reads the same.
+ */
+static int transport_check(struct app_doc *d)
+{
+    const struct aur__transport_def *def = d->a->transport;
+    struct aur__config_diag where;
+    char key[80];
+    int rc;
+
+    if (!def->check)
+        return AUR_OK;
+    memset(&where, 0, sizeof where);
+    d->a->endpoint.diag = &where;
+    aur_error_clear(d->ctx->err);
+    rc = def->check(def->state, &d->a->endpoint, d->active, d->ctx->err);
+    d->a->endpoint.diag = NULL;
+    if (rc == AUR_OK || rc == AUR_E_NOMEM)
+        return rc;
+    if (rc == AUR_E_CONFIG && where.file[0]) {
+        if (d->ctx->diag)
+            *d->ctx->diag = where;
+        return rc;
+    }
+    snprintf(key, sizeof key, "[%.70s]", d->a->endpoint.section);
+    return aur__cfg_fail(d->ctx, d->ini->file, d->a->endpoint.line, key,
+                         "%s", d->ctx->err && d->ctx->err->msg[0]
+                                   ? d->ctx->err->msg
+                                   : aur_strerror(rc));
+}
+
+static int load_one(struct aur__cfg_ctx *ctx, struct app_doc *d,
                     const char *rel)
 {
-    struct app_doc d = {ctx, c, NULL, NULL, NULL, NULL, false};
+    struct aur__config *c = d->c;
     struct aur__app_cfg *a = &c->apps[c->napps];
     int rc;
 
     memset(a, 0, sizeof *a);
-    d.a = a;
-    rc = aur__ini_load(ctx, rel, false, &d.ini);
+    d->a = a;
+    d->ini = NULL;
+    d->app = d->ep = NULL;
+    d->active = false;
+    rc = aur__ini_load(ctx, rel, false, &d->ini);
     if (rc != AUR_OK)
         return rc;
     if (!(a->file = strdup(rel))) {
         rc = AUR_E_NOMEM;
         goto out;
     }
-    rc = check_sections(&d);
+    rc = check_sections(d);
     if (rc == AUR_OK)
-        rc = parse_app(&d);
+        rc = parse_app(d);
     if (rc == AUR_OK)
-        rc = wrong_section(&d, d.ep);
-    if (rc == AUR_OK) {
-        bool stdio = a->transport == AUR__T_STDIO;
-        rc = aur__check_keys(ctx, d.ep, stdio ? stdio_rules : http_rules,
-                             stdio ? AUR__ARRAY_LEN(stdio_rules)
-                                   : AUR__ARRAY_LEN(http_rules));
-        if (rc == AUR_OK)
-            rc = stdio ? parse_stdio(&d) : parse_http(&d);
-    }
+        rc = build_endpoint(d);
     if (rc == AUR_OK)
-        rc = build_endpoint(&d);
+        rc = transport_check(d);
 out:
     if (rc == AUR_E_NOMEM)
         rc = aur__cfg_nomem(ctx, rel);
@@ -691,7 +459,7 @@ out:
         c->napps++;
     else
         aur__app_cfg_release(a);
-    aur__ini_free(d.ini);
+    aur__ini_free(d->ini);
     return rc;
 }
 
@@ -759,8 +527,10 @@ static int list_files(struct aur__cfg_ctx *ctx, char ***out, size_t *n)
     return AUR_OK;
 }
 
-int aur__config_load_apps(struct aur__cfg_ctx *ctx, struct aur__config *c)
+int aur__config_apps_dir(struct aur__cfg_ctx *ctx, struct aur__config *c,
+                         const struct aur__transport_def *defs, size_t ndefs)
 {
+    struct app_doc d = {ctx, c, defs, ndefs, NULL, NULL, NULL, NULL, false};
     char **files = NULL;
     size_t n = 0, i;
     int rc;
@@ -772,7 +542,7 @@ int aur__config_load_apps(struct aur__cfg_ctx *ctx, struct aur__config *c)
     if (!c->apps)
         rc = aur__cfg_nomem(ctx, APPS_DIR);
     for (i = 0; rc == AUR_OK && i < n; i++)
-        rc = load_one(ctx, c, files[i]);
+        rc = load_one(ctx, &d, files[i]);
     for (i = 0; i < n; i++)
         free(files[i]);
     free(files);
@@ -781,21 +551,8 @@ int aur__config_load_apps(struct aur__cfg_ctx *ctx, struct aur__config *c)
 
 void aur__app_cfg_release(struct aur__app_cfg *a)
 {
-    size_t i;
-
-    for (i = 0; i < a->nargs; i++)
-        free(a->args[i]);
-    free(a->args);
-    for (i = 0; i < a->nenv; i++)
-        free(a->env[i]);
-    free(a->env);
     aur__cfg_release(&a->endpoint);
     free(a->file);
     free(a->package);
-    free(a->command);
-    free(a->working_dir_abs);
-    free(a->url);
-    free(a->auth_env);
-    free(a->ca_file_abs);
     memset(a, 0, sizeof *a);
 }

@@ -107,6 +107,7 @@ static int add_section(struct rd *r, const char *name, size_t n)
     sec->cfg.file = ini->file;
     sec->cfg.section = nm;
     sec->line = r->line;
+    sec->cfg.line = r->line;
     return AUR_OK;
 }
 
@@ -437,41 +438,4 @@ struct aur__kv *aur__sec_kv(const struct aur__ini_sec *sec, const char *key)
         if (strcmp(sec->cfg.kv[i - 1].key, key) == 0)
             return &sec->cfg.kv[i - 1];
     return NULL;
-}
-
-int aur__check_keys(struct aur__cfg_ctx *ctx, const struct aur__ini_sec *sec,
-                    const struct aur__key_rule *rules, size_t nrules)
-{
-    size_t i, j, k;
-
-    for (i = 0; i < sec->cfg.n; i++) {
-        const struct aur__kv *kv = &sec->cfg.kv[i];
-        for (j = 0; j < nrules; j++)
-            if (strcmp(rules[j].key, kv->key) == 0)
-                break;
-        if (j == nrules) {
-            const char *names[64], *near;
-            size_t nn = 0;
-            for (j = 0; j < nrules && nn < 64; j++)
-                names[nn++] = rules[j].key;
-            near = aur_suggest(kv->key, names, nn);
-            return aur__cfg_fail(ctx, sec->cfg.file, kv->line, kv->key,
-                                 "unknown key in [%s]%s%s%s",
-                                 sec->cfg.section, near ? " (did you mean " : "",
-                                 near ? near : "", near ? "?)" : "");
-        }
-        if (rules[j].repeat)
-            continue;
-        for (k = 0; k < i; k++)
-            if (strcmp(sec->cfg.kv[k].key, kv->key) == 0)
-                return aur__cfg_fail(ctx, sec->cfg.file, kv->line, kv->key,
-                                     "repeated key (first on line %d)",
-                                     sec->cfg.kv[k].line);
-    }
-    for (j = 0; j < nrules; j++)
-        if (rules[j].required && !aur__sec_kv(sec, rules[j].key))
-            return aur__cfg_fail(ctx, sec->cfg.file, sec->line, rules[j].key,
-                                 "missing required key in [%s]",
-                                 sec->cfg.section);
-    return AUR_OK;
 }

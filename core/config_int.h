@@ -17,6 +17,7 @@
 #include "aur_setup.h"
 
 #include "config.h"
+#include "path_rule.h" /* aur__path_join */
 
 /* One [section] of a file. */
 struct aur__ini_sec {
@@ -69,13 +70,8 @@ void aur__cfg_release(struct aur_cfg *cfg);
  * listed with repeat == false may appear once.  Every required key must be
  * present.  On error names the offending line and key.
  */
-struct aur__key_rule {
-    const char *key;
-    bool required;
-    bool repeat;
-};
-int aur__check_keys(struct aur__cfg_ctx *ctx, const struct aur__ini_sec *sec,
-                    const struct aur__key_rule *rules, size_t nrules);
+int aur__check_keys(struct aur__cfg_ctx *ctx, const struct aur_cfg *cfg,
+                    const struct aur_cfg_key *rules, size_t nrules);
 
 /* The last kv of key in sec, or NULL. */
 struct aur__kv *aur__sec_kv(const struct aur__ini_sec *sec, const char *key);
@@ -83,15 +79,6 @@ struct aur__kv *aur__sec_kv(const struct aur__ini_sec *sec, const char *key);
 /* Strict decimal integer in [lo, hi] (optional leading '-'). */
 bool aur__parse_int(const char *s, int64_t lo, int64_t hi, int64_t *out);
 
-/*
- * Path value checks shared by working_dir and ca_file: non-blank, not
- * absolute, no drive letter, no ".." segment.  Backslashes are rewritten
- * to '/' in place.  Returns NULL when fine, else what is wrong.
- */
-const char *aur__rel_path_problem(char *path);
-
-/* dir + "/" + rel, malloc'd; NULL on ENOMEM. */
-char *aur__path_join(const char *dir, const char *rel);
 
 /* The budget keys, allowed in [mcp] (the defaults) and in an App's [app]
  * (its override): for the key-rule tables of both sections. */
@@ -118,12 +105,10 @@ int aur__budgets_parse(struct aur__cfg_ctx *ctx, const char *file,
                        struct aur__budgets *b);
 
 /* apps.d (config_app.c) and agents.ini (config_agents.c). */
-int aur__config_load_apps(struct aur__cfg_ctx *ctx, struct aur__config *c);
+int aur__config_apps_dir(struct aur__cfg_ctx *ctx, struct aur__config *c,
+                         const struct aur__transport_def *defs, size_t ndefs);
 int aur__config_load_agents(struct aur__cfg_ctx *ctx, struct aur__config *c);
 void aur__app_cfg_release(struct aur__app_cfg *app);
 void aur__agent_cfg_release(struct aur__agent_cfg *agent);
-
-/* HTTPS URL rule of aurora-semantics §3.1; NULL when fine, else why not. */
-const char *aur__url_problem(const char *url);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * journal.c - opening the world journal, its schema migrations and the
- * read side (aurora-semantics §14, interface.md "journal").
+ * read side (README: The world journal; the objects `aurora-mcp journal`
+ * prints, docs/aurora-mcp.1).
  */
 #include "aur_setup.h"
 
@@ -418,7 +419,7 @@ static int read_scopes(struct aur__journal *j, int64_t seq,
     return rc;
 }
 
-/* The interface.md "journal" object of the current row of a page. */
+/* The journal object (docs/aurora-mcp.1) of the current row of a page. */
 static int build_commit(struct aur__journal *j, sqlite3_stmt *st,
                         struct json_object **out, struct aur_error *err)
 {

@@ -1,6 +1,6 @@
 /*
  * journal.h - the world journal: SQLite (WAL), schema versioned,
- * idempotent commits by commit_id (aurora-semantics §2.5, §14).
+ * idempotent commits by commit_id (README: The world journal).
  *
  * Threads: every function may be called from any thread; one internal
  * mutex serialises writers.  Ownership: commit and its strings borrowed.
@@ -46,9 +46,10 @@ int aur__journal_append_batch(struct aur__journal *j,
 
 /*
  * Visit commits with seq > after (and touching scope, if non-NULL) in
- * seq order.  Each is the JSON object of interface.md "journal"
- * ({"seq","commit_id","kind","source","summary","occurred_at","scopes",
- * "data"}), borrowed for the callback.  A non-zero return stops.
+ * seq order.  Each is the JSON object `aurora-mcp journal` prints
+ * (docs/aurora-mcp.1):
+ * {"seq","commit_id","kind","source","summary","occurred_at","scopes",
+ * "data"}, borrowed for the callback.  A non-zero return stops.
  * Commits are read in pages and fn runs without the journal
  * lock, so fn may append; commits appended after the call started are
  * not visited.

@@ -1,6 +1,6 @@
 /*
  * journal_append.c - validating and writing world commits, idempotently
- * by commit_id (aurora-semantics §2.5, §8.4).
+ * by commit_id (README: The world journal).
  *
  * Every append is one BEGIN IMMEDIATE transaction (a batch shares one):
  * the look-up of the id, the comparison and the insert see one

@@ -1,5 +1,5 @@
 /*
- * json_canon.c - deterministic JSON (aurora-semantics §7.5), integer
+ * json_canon.c - deterministic JSON (docs/protocol.md), integer
  * text and compact json-c text.
  *
  * The canonical form is what Python's json.dumps(v, ensure_ascii=False,

@@ -64,7 +64,7 @@ int aur__json_integer_text(struct json_object *v, char *buf, size_t size);
 /*
  * Deterministic JSON, equivalent to Python json.dumps(v,
  * ensure_ascii=False, sort_keys=True, separators=(",", ":")) - see
- * aurora-semantics §7.5.  *out malloc'd (transfer), NUL-terminated;
+ * docs/protocol.md.  *out malloc'd (transfer), NUL-terminated;
  * *len optional.  Non-finite doubles: AUR_E_INVAL.
  */
 int aur__json_canonical(struct json_object *v, char **out, size_t *len,

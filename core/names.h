@@ -1,5 +1,5 @@
 /*
- * names.h - the grammars of aurora-semantics §1 (full-match, ASCII
+ * names.h - the name grammars of docs/protocol.md (full-match, ASCII
  * classes; lengths in Unicode code points).  Pure functions, thread-safe.
  */
 #ifndef AUR_NAMES_H
@@ -7,42 +7,26 @@
 
 #include "aur_setup.h"
 
+#include "env_rule.h"
+
 /* [a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)+ */
 bool aur__valid_package(const char *s);
 /* [A-Za-z][A-Za-z0-9_-]* */
 bool aur__valid_raw_name(const char *s);
 /* builtin ids: aur(\.[a-z][a-z0-9_-]*){2,} */
 bool aur__valid_builtin_id(const char *s);
-/* [A-Za-z_][A-Za-z0-9_]* */
-bool aur__valid_env_name(const char *s);
-/* The environment denylist: variables that make a child's loader, shell,
- * interpreter, runtime or a library it links run or load code the App
- * did not ship (docs/containment.md).  No App may be given one. */
-struct aur__env_deny {
-    const char *name;   /* the variable; with prefix, the family's start */
-    bool prefix;        /* every name that starts with name */
-    const char *family; /* who reads it: "bash", "python", "openssl" ... */
-    const char *why;    /* what it makes the child do */
-};
-/* The whole table (static), *n rows. */
-const struct aur__env_deny *aur__env_denylist(size_t *n);
-/* The row that denies s, comparing ASCII case-insensitively; NULL if s
- * (or NULL) is allowed. */
-const struct aur__env_deny *aur__env_deny_row(const char *s);
-/* aur__env_deny_row(s) != NULL. */
-bool aur__env_name_denied(const char *s);
-/* §1.5: non-empty, no surrounding (Python) whitespace, <= 256 code
+/* Scope: non-empty, no surrounding (Python) whitespace, <= 256 code
  * points, no U+0000..U+001F, valid UTF-8. */
 bool aur__valid_scope(const char *s);
-/* §1.7: [A-Za-z0-9][A-Za-z0-9._:-]{0,159} */
+/* Event id: [A-Za-z0-9][A-Za-z0-9._:-]{0,159} */
 bool aur__valid_event_id(const char *s);
 
 /* Number of code points of valid UTF-8 s, or -1 if s is not UTF-8. */
 long aur__utf8_len(const char *s, size_t n);
 
 /*
- * agents.ini patterns (§3.5): segments split on '.', '*' any run of
- * non-dot chars, '?' one non-dot char, [..] [!..] [^..] classes, a segment
+ * agents.ini patterns (README: Configuration): segments split on '.',
+ * '*' any run of non-dot chars, '?' one non-dot char, [..] [!..] [^..] classes, a segment
  * that is exactly "**" matches anything including dots.  The leading '!'
  * of an exclusion is not part of pat.
  */

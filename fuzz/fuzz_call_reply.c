@@ -21,6 +21,7 @@
 
 #include "engine.h"
 #include "jsonx.h"
+#include "call_reply.h"
 #include "rpc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

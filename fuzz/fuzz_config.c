@@ -1,6 +1,7 @@
 /*
  * fuzz_config.c - libFuzzer target for the configuration loader
- * (core/config*.c through aur__config_load).
+ * (core/config*.c through aur__config_load), with the App-file rules of
+ * transport-stdio and transport-http compiled in (fuzz_transports.c).
  *
  * One scratch config directory is made per process (mkdtemp under /tmp,
  * removed at exit); every input overwrites its files and loads it:
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fuzz_transports.h"
 #include "names.h"
 
 #ifdef FUZZ_CONFIG_SPLIT
@@ -127,15 +129,7 @@ static bool has_plugin(const struct aur__config *c, const char *name)
     return false;
 }
 
-static bool under_dir(const char *path)
-{
-    size_t n = strlen(real_dir);
-
-    return path && strncmp(path, real_dir, n) == 0 &&
-           (path[n] == '\0' || path[n] == '/');
-}
-
-/* What a successful load promises (config.h, aurora-semantics §3). */
+/* What a successful load promises (config.h, README: Configuration). */
 static void check_loaded(const struct aur__config *c)
 {
     const struct aur__app_cfg *a;
@@ -160,20 +154,26 @@ static void check_loaded(const struct aur__config *c)
         abort();
     if (strcmp(aur__cfg_str(&a->endpoint, "package", ""), a->package) != 0)
         abort();
-    if (a->transport == AUR__T_STDIO) {
-        if (!has_plugin(c, "transport-stdio") || !a->command ||
-            a->command[0] == '\0' || a->url ||
-            !under_dir(a->working_dir_abs))
+    if (strcmp(aur__cfg_str(&a->endpoint, "config_dir", ""), real_dir) != 0)
+        abort();
+    if (strcmp(a->transport->name, "transport-stdio") == 0) {
+        size_t n = aur__cfg_count(&a->endpoint, "env");
+        if (!has_plugin(c, "transport-stdio") ||
+            !*aur__cfg_str(&a->endpoint, "command", "") ||
+            aur__cfg_str(&a->endpoint, "url", NULL))
             abort();
-        for (size_t i = 0; i < a->nenv; i++)
-            if (!aur__valid_env_name(a->env[i]))
+        for (size_t i = 0; i < n; i++) {
+            const char *e = aur__cfg_str_at(&a->endpoint, "env", i);
+            if (!aur__valid_env_name(e) || aur__env_name_denied(e))
                 abort();
-    } else if (a->transport == AUR__T_HTTP) {
-        if (!has_plugin(c, "transport-http") || !a->url || a->command)
+        }
+    } else if (strcmp(a->transport->name, "transport-http") == 0) {
+        const char *auth = aur__cfg_str(&a->endpoint, "auth_env", NULL);
+        if (!has_plugin(c, "transport-http") ||
+            !aur__cfg_str(&a->endpoint, "url", NULL) ||
+            aur__cfg_str(&a->endpoint, "command", NULL))
             abort();
-        if (a->auth_env && !aur__valid_env_name(a->auth_env))
-            abort();
-        if (a->ca_file_abs && !under_dir(a->ca_file_abs))
+        if (auth && !aur__valid_env_name(auth))
             abort();
     } else {
         abort();
@@ -237,7 +237,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     setup_once();
     write_inputs(data, size);
     aur_error_clear(&err);
-    rc = aur__config_load(dir, &c, &diag, &err);
+    size_t nt;
+    const struct aur__transport_def *t = fuzz_transports(&nt);
+    rc = aur__config_load(dir, t, nt, &c, &diag, &err);
     if (rc == AUR_OK)
         check_loaded(c);
     else

@@ -1,13 +1,13 @@
 /*
  * fuzz_event.c - libFuzzer target for the world-event payload validator
- * (plugins/ext-world-events/we_validate.c, compiled in), aurora-semantics
- * §8.2 with §1.5-§1.7.
+ * (plugins/ext-world-events/we_validate.c, compiled in), against the
+ * rules of docs/protocol.md (org.aurorabot/world-events).
  *
  * Input: a JSON text, parsed by the core's strict parser (depth 64); a
  * parse failure ends the run.  The value is validated as an event
  * payload.  Properties, any violation aborts:
  *  - an accepted event has an event_id matching
- *    [A-Za-z0-9][A-Za-z0-9._:-]{0,159}, a scope valid per §1.5, a kind
+ *    [A-Za-z0-9][A-Za-z0-9._:-]{0,159}, a valid scope, a kind
  *    without a reserved prefix, a summary without U+0000, data absent or
  *    an object, and only the six known keys;
  *  - its occurred_at is UTC and matches YYYY-MM-DDTHH:MM:SS(.f{6})?Z,
@@ -122,7 +122,7 @@ static void check_event_id(const char *s)
     }
 }
 
-/* §1.5 on a NUL-free string (the parser has made it valid UTF-8). */
+/* The scope rule on a NUL-free string (the parser has made it valid UTF-8). */
 static void check_scope(const char *s, size_t len)
 {
     static const char *const edge[] = {

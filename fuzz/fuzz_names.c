@@ -7,9 +7,9 @@
  * aur__valid_* grammar runs on both strings, and a set of properties must
  * hold, else abort():
  *   - aur__valid_scope and aur__utf8_len agree with an independent
- *     reference written here from aurora-semantics §1.5 and the Unicode
- *     table of well-formed UTF-8 byte sequences;
- *   - aur__valid_event_id agrees with a reference of §1.7;
+ *     reference written here from the scope rule of docs/protocol.md
+ *     and the Unicode table of well-formed UTF-8 byte sequences;
+ *   - aur__valid_event_id agrees with a reference of the event id rule;
  *   - the grammars nest as the regexes say (builtin id = "aur." +
  *     package, raw name vs env name, package => scope, ...);
  *   - a pattern without wildcards matches exactly the equal id; "**"
@@ -90,7 +90,7 @@ static long ref_decode(const unsigned char *s, size_t n, uint32_t *cps,
     return count;
 }
 
-/* The whitespace list of §1.5, spelled out. */
+/* The whitespace of the scope rule (Python str.isspace), spelled out. */
 static bool ref_space(uint32_t c)
 {
     static const uint32_t ws[] = {

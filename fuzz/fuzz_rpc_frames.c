@@ -36,6 +36,7 @@
 
 #include <json-c/json.h>
 
+#include "call_reply.h"
 #include "clock.h"
 #include "jsonx.h"
 #include "log.h"
@@ -282,6 +283,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .response = h_response,
         .ended = h_ended,
         .closed = h_closed,
+        .reply_scan = aur__call_reply_scan, /* as the engine hands it in */
     };
     struct aur__rpc_limits lim = {.max_pending = MAX_PENDING,
                                   .max_queue = 4};

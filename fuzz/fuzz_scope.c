@@ -1,7 +1,7 @@
 /*
  * fuzz_scope.c - libFuzzer target for the tool-contract scope templates
  * (plugins/ext-tool-contract/tc_scope.c and its session store in
- * tc_plugin.c, compiled in), aurora-semantics §1.5 and §6.3.
+ * tc_plugin.c, compiled in), docs/protocol.md (scopes, tool-contract).
  *
  * Input: TEMPLATE \0 PROPERTIES \0 ARGUMENTS, the last two JSON texts
  * parsed by the core's strict parser (missing or unparsable: {}).
@@ -10,14 +10,14 @@
  * discovery; if accepted, its scopes are rendered against ARGUMENTS as
  * at call time.
  *
- * Properties, checked against an independent reading of the spec here;
+ * Properties, checked against an independent reading of the rules here;
  * any violation aborts:
  *  - validation accepts iff every template is non-empty, every brace
  *    belongs to a {name} placeholder naming a key of PROPERTIES (an
  *    object), and a template without placeholders is a valid scope;
  *  - rendering succeeds iff every placeholder's argument is a non-empty
  *    string or an integer and every rendered template is a valid scope
- *    (§1.5); then the scopes are exactly the reference renderings, in
+ *    (the scope rule); then the scopes are exactly the reference renderings, in
  *    order, duplicates dropped;
  *  - a failure is AUR_E_CATALOG / AUR_E_SCOPE with a message, and leaves
  *    the scopes object as it was.
@@ -42,7 +42,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* ---- an independent reading of §1.5 and §6.3 ----------------------- */
+/* ---- an independent reading of the scope and template rules ------- */
 
 /* Strict UTF-8 to code points; -1 when malformed. */
 static long decode(const unsigned char *s, size_t len, uint32_t *cps,
@@ -146,7 +146,7 @@ static bool ref_parse(const char *t, size_t len, size_t *at, size_t *nlen,
 
 /* Inputs longer than run.sh's -max_len are skipped, so every template
  * fits and holds at most MAX_INPUT / 3 placeholders ("{a}" each): the
- * spec sets no count limit, so neither may the reference. */
+ * rules set no count limit, so neither may the reference. */
 #define MAX_INPUT 4096
 #define MAX_PH (MAX_INPUT / 3 + 1)
 
@@ -282,7 +282,8 @@ static void same_strings(struct json_object *a, struct json_object *b)
             memcmp(json_object_get_string(x), json_object_get_string(y),
                    (size_t)json_object_get_string_len(x)) != 0)
             abort();
-        /* Whatever the reference thinks, §1.5 holds for what is sent. */
+        /* Whatever the reference thinks, what is sent obeys the scope
+         * rule. */
         if (!ref_valid_scope(json_object_get_string(y),
                              (size_t)json_object_get_string_len(y)))
             abort();

@@ -1,7 +1,8 @@
 /*
  * fuzz_url.c - libFuzzer target for the URL and redirect-hop rules of
  * transport-http (plugins/transport-http/http_url.c, compiled in) and
- * the config loader's URL rule (aur__url_problem, core/config_app.c).
+ * the written form a configured url must have (http_url_problem, the
+ * same file, checked by the transport when the host is created).
  *
  * Input without a NUL: one configured URL.  Input "BASE\0LOCATION": a
  * redirect hop from BASE (checked as a URL first) to LOCATION.
@@ -36,7 +37,6 @@
 
 #define FUZZ_NAME "fuzz_url"
 
-const char *aur__url_problem(const char *url); /* core/config_int.h */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const reasons[] = {
@@ -197,7 +197,7 @@ static void agree(const char *url, int http_rc, const char *origin)
 {
     char want[HTTP_ORIGIN_SIZE * 2];
 
-    if (aur__url_problem(url) != NULL)
+    if (http_url_problem(url) != NULL)
         return; /* stricter config gate: nothing to compare */
 #if !CONFIG_URL_STRICT
     if (http_rc != AUR_OK && url[8] == '[' && !valid_ipv6_literal(url + 8))

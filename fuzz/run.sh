@@ -46,7 +46,7 @@ CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 -fno-sanitize-recover=all -fno-omit-frame-pointer -Wall -Wextra -Werror \
 -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
 -I$ROOT/core -I$ROOT/core/include \
--I$ROOT/core/engine -I$ROOT/core/perturb -I$ROOT/fuzz"
+-I$ROOT/core/engine -I$ROOT/core/perturb -I$ROOT/lib/aurx -I$ROOT/fuzz"
 PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3 libcurl) || exit 2
 PKG_LIBS=$(pkg-config --libs json-c inih sqlite3 libcurl) || exit 2
 
@@ -55,9 +55,12 @@ sources() {
     local c=$ROOT/core p=$ROOT/plugins
     case $1 in
     fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/json_*.c" ;;
-    fuzz_names) echo "$ROOT/fuzz/fuzz_names.c $c/names*.c" ;;
+    fuzz_names) echo "$ROOT/fuzz/fuzz_names.c $c/names*.c $ROOT/lib/aurx/env_rule.c" ;;
     fuzz_config | fuzz_config_split)
-        echo "$ROOT/fuzz/fuzz_config.c $c/config*.c $c/names*.c" ;;
+        echo "$ROOT/fuzz/fuzz_config.c $ROOT/fuzz/fuzz_transports*.c" \
+            "$c/config*.c $c/names*.c $ROOT/lib/aurx/*.c" \
+            "$p/transport-stdio/stdio_config.c" \
+            "$p/transport-http/http_config.c $p/transport-http/http_url.c" ;;
     fuzz_rpc_frames)
         echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc*.c" \
             "$c/engine/clock.c $c/engine/log.c $c/engine/call_reply.c" \
@@ -67,8 +70,7 @@ sources() {
             "$c/engine/call_reply.c $c/engine/util.c" ;;
     fuzz_sse) echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c" ;;
     fuzz_url)
-        echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" \
-            "$c/config*.c $c/names*.c" ;;
+        echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" ;;
     fuzz_scope)
         echo "$ROOT/fuzz/fuzz_scope.c $p/ext-tool-contract/tc_scope.c" \
             "$p/ext-tool-contract/tc_plugin.c $c/json_*.c" ;;
@@ -94,9 +96,11 @@ corpus_of() {
     esac
 }
 
+TRANSPORT_INC="-I$ROOT/plugins/transport-stdio -I$ROOT/plugins/transport-http"
 defines_of() {
     case $1 in
-    fuzz_config_split) echo "-DFUZZ_CONFIG_SPLIT" ;;
+    fuzz_config) echo "$TRANSPORT_INC" ;;
+    fuzz_config_split) echo "-DFUZZ_CONFIG_SPLIT $TRANSPORT_INC" ;;
     fuzz_sse | fuzz_url) echo "-I$ROOT/plugins/transport-http" ;;
     fuzz_scope) echo "-I$ROOT/plugins/ext-tool-contract" ;;
     fuzz_event) echo "-I$ROOT/plugins/ext-world-events" ;;

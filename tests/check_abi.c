@@ -1,8 +1,8 @@
 /*
  * check_abi.c - the plugin loader against real fixture plugins
- * (tests/fixtures/plugins): every rejection rule of plugin-abi §4 and
- * §11, descriptor and ops copying, init/fini order, the deployed set,
- * describe, and the one-exported-symbol rule.
+ * (tests/fixtures/plugins): every rejection rule of
+ * docs/writing-plugins.md §2-§4, descriptor and ops copying, init/fini
+ * order, the deployed set, describe, and the one-exported-symbol rule.
  */
 #include "aur_setup.h"
 

@@ -11,6 +11,7 @@
 
 #include <json-c/json.h>
 
+#include "engine/call_reply.h"
 #include "engine/rpc.h"
 #include "jsonx.h"
 

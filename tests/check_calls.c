@@ -1,6 +1,6 @@
 /*
  * check_calls.c - tool calls against our C fixture server: every row of
- * aurora-semantics §7.2 and §7.4, runtime changes and disconnects, and
+ * the call table of docs/protocol.md, runtime changes and disconnects, and
  * the embedding API under 8 concurrent threads.
  */
 #define _GNU_SOURCE 1
@@ -77,7 +77,7 @@ struct row {
 };
 
 static const struct row rows[] = {
-    /* §7.4 normalisation */
+    /* result normalisation */
     {"modern", "--call-result",
      "{\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\","
      "\"text\":\"  \"},{\"type\":\"text\",\"text\":\"b\"}]}",
@@ -124,7 +124,7 @@ static const struct row rows[] = {
     {"modern", "--call-result",
      "{\"content\":[],\"isError\":true,\"structuredContent\":{\"b\":2,\"a\":1}}",
      AUR_CALL_UNKNOWN, "{\"a\":1,\"b\":2}"},
-    /* §7.2 */
+    /* outcomes (docs/protocol.md, Calls) */
     {"modern", "--call-result",
      "{\"resultType\":\"input_required\",\"inputRequests\":{}}",
      AUR_CALL_UNKNOWN, "~input_required"},

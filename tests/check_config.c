@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config_fixture.h"
+#include "support/transports.h"
 
 Suite *config_bad_suite(void);
 
@@ -34,7 +35,9 @@ START_TEST(demo_config_loads)
     int rc;
 
     snprintf(demo, sizeof demo, "%s/examples/demo", AUR_TEST_SRC_DIR);
-    rc = aur__config_load(demo, &c, &diag, &err);
+    size_t nt;
+    const struct aur__transport_def *t = test_transports(&nt);
+    rc = aur__config_load(demo, t, nt, &c, &diag, &err);
     ck_assert_msg(rc == AUR_OK, "%s", err.msg);
     real = realpath(demo, NULL);
     ck_assert_ptr_nonnull(real);
@@ -48,13 +51,14 @@ START_TEST(demo_config_loads)
     ck_assert_str_eq(a->package, "org.aurora.demo");
     ck_assert_str_eq(a->file, "apps.d/demo.ini");
     ck_assert(a->enabled);
-    ck_assert_int_eq(a->transport, AUR__T_STDIO);
+    ck_assert_str_eq(a->transport->name, "transport-stdio");
     ck_assert_int_eq(a->timeout_ms, 10000);
-    ck_assert_str_eq(a->command, "aurora-mcp-demo-server");
-    ck_assert_uint_eq(a->nargs, 0);
-    ck_assert_uint_eq(a->nenv, 0);
-    ck_assert_str_eq(a->working_dir_abs, real);
-    ck_assert_str_eq(aur__cfg_str(&a->endpoint, "working_dir", ""), real);
+    ck_assert_str_eq(aur__cfg_str(&a->endpoint, "command", ""),
+                     "aurora-mcp-demo-server");
+    ck_assert_uint_eq(aur__cfg_count(&a->endpoint, "arg"), 0);
+    ck_assert_uint_eq(aur__cfg_count(&a->endpoint, "env"), 0);
+    ck_assert_str_eq(aur__cfg_str(&a->endpoint, "working_dir", ""), ".");
+    ck_assert_str_eq(aur__cfg_str(&a->endpoint, "config_dir", ""), real);
     ck_assert_str_eq(aur__cfg_str(&a->endpoint, "package", ""),
                      "org.aurora.demo");
     ck_assert_str_eq(aur__cfg_str(&a->endpoint, "timeout_ms", ""), "10000");
@@ -100,42 +104,40 @@ START_TEST(full_config_values_and_defaults)
 
     a = &c->apps[0];
     ck_assert_int_eq(a->event_mode, AUR__EV_DISABLED);
-    ck_assert_uint_eq(a->nargs, 2);
-    ck_assert_str_eq(a->args[0], "server.mjs");
-    ck_assert_str_eq(a->args[1], "--x");
-    ck_assert_uint_eq(a->nenv, 2);
-    ck_assert_str_eq(a->env[0], "CLOCK_TOKEN");
-    ck_assert_str_eq(a->env[1], "OTHER");
-    snprintf(want, sizeof want, "%s/srv", real);
-    ck_assert_str_eq(a->working_dir_abs, want);
-    /* endpoint: keys as written, order kept, then the appended ones. */
+    ck_assert_uint_eq(aur__cfg_count(&a->endpoint, "env"), 2);
+    ck_assert_str_eq(aur__cfg_str_at(&a->endpoint, "env", 0), "CLOCK_TOKEN");
+    ck_assert_str_eq(aur__cfg_str_at(&a->endpoint, "env", 1), "OTHER");
+    /* endpoint: keys as written, order kept, then the host's. */
     ck_assert_str_eq(a->endpoint.section, "stdio");
     ck_assert_str_eq(a->endpoint.file, "apps.d/a.ini");
     ck_assert_uint_eq(aur__cfg_count(&a->endpoint, "arg"), 2);
+    ck_assert_str_eq(aur__cfg_str_at(&a->endpoint, "arg", 0), "server.mjs");
     ck_assert_str_eq(aur__cfg_str_at(&a->endpoint, "arg", 1), "--x");
     ck_assert_ptr_null(aur__cfg_str_at(&a->endpoint, "arg", 2));
-    ck_assert_str_eq(aur__cfg_str(&a->endpoint, "working_dir", ""), want);
+    ck_assert_str_eq(aur__cfg_str(&a->endpoint, "working_dir", ""), "srv");
     ck_assert_str_eq(aur__cfg_str(&a->endpoint, "timeout_ms", ""), "30000");
-    ck_assert_str_eq(a->endpoint.kv[a->endpoint.n - 2].key, "package");
-    ck_assert_str_eq(a->endpoint.kv[a->endpoint.n - 1].key, "timeout_ms");
+    ck_assert_str_eq(a->endpoint.kv[a->endpoint.n - 3].key, "package");
+    ck_assert_str_eq(a->endpoint.kv[a->endpoint.n - 2].key, "timeout_ms");
+    ck_assert_str_eq(a->endpoint.kv[a->endpoint.n - 1].key, "config_dir");
+    ck_assert_str_eq(a->endpoint.kv[a->endpoint.n - 1].value, real);
 
     h = &c->apps[1];
-    ck_assert_int_eq(h->transport, AUR__T_HTTP);
+    ck_assert_str_eq(h->transport->name, "transport-http");
     ck_assert_int_eq(h->event_mode, AUR__EV_LEGACY);
     ck_assert(h->timeout_s == 2.5);
     ck_assert_int_eq(h->timeout_ms, 2500);
-    ck_assert_str_eq(h->url, "HTTPS://[::1]:8443/mcp?x=1&y=%41");
-    ck_assert_ptr_null(h->auth_env);
-    snprintf(want, sizeof want, "%s/certs/ca.pem", real);
-    ck_assert_str_eq(h->ca_file_abs, want);
-    ck_assert_str_eq(aur__cfg_str(&h->endpoint, "ca_file", ""), want);
+    ck_assert_str_eq(aur__cfg_str(&h->endpoint, "url", ""),
+                     "HTTPS://[::1]:8443/mcp?x=1&y=%41");
+    ck_assert_ptr_null(aur__cfg_str(&h->endpoint, "auth_env", NULL));
+    ck_assert_str_eq(aur__cfg_str(&h->endpoint, "ca_file", ""),
+                     "certs/ca.pem");
     ck_assert_str_eq(aur__cfg_str(&h->endpoint, "package", ""),
                      "org.example.web");
     ck_assert_str_eq(aur__transport_word(h->transport), "streamable_http");
     ck_assert_str_eq(aur__event_mode_word(h->event_mode),
                      "legacy_aurora_event");
     ck_assert_str_eq(aur__event_mode_word(AUR__EV_WORLD), "world_events");
-    ck_assert_str_eq(aur__transport_word(AUR__T_STDIO), "stdio");
+    ck_assert_str_eq(aur__transport_word(a->transport), "stdio");
     free(real);
     aur__config_free(c);
 }
@@ -280,17 +282,19 @@ START_TEST(syntax_details)
     ck_assert_uint_eq(c->nplugins, 2);
     ck_assert_ptr_nonnull(strstr(c->journal, "/j.db"));
     ck_assert_uint_eq(c->napps, 2);
-    /* a command with a '/' is made absolute under the config directory */
-    snprintf(text, sizeof text, "%s/bin/tool;x", c->dir);
-    ck_assert_str_eq(c->apps[0].command, text);
-    ck_assert_str_eq(aur__cfg_str(&c->apps[0].endpoint, "command", ""), text);
-    ck_assert_uint_eq(c->apps[0].nargs, 2);
-    ck_assert_str_eq(c->apps[0].args[0], "a;b");
-    ck_assert_str_eq(c->apps[0].args[1], "#hash");
+    /* values as written: the transport reads paths against config_dir */
+    ck_assert_str_eq(aur__cfg_str(&c->apps[0].endpoint, "command", ""),
+                     "./bin/tool;x");
+    ck_assert_uint_eq(aur__cfg_count(&c->apps[0].endpoint, "arg"), 2);
+    ck_assert_str_eq(aur__cfg_str_at(&c->apps[0].endpoint, "arg", 0), "a;b");
+    ck_assert_str_eq(aur__cfg_str_at(&c->apps[0].endpoint, "arg", 1),
+                     "#hash");
     ck_assert_int_eq(c->apps[0].timeout_ms, 500);
-    ck_assert_ptr_nonnull(strstr(c->apps[0].working_dir_abs, "/sub/dir"));
-    ck_assert_str_eq(c->apps[1].url, url);
-    ck_assert_str_eq(c->apps[1].auth_env, "AUR_TEST_TOKEN");
+    ck_assert_str_eq(aur__cfg_str(&c->apps[0].endpoint, "working_dir", ""),
+                     "sub\\dir/./");
+    ck_assert_str_eq(aur__cfg_str(&c->apps[1].endpoint, "url", ""), url);
+    ck_assert_str_eq(aur__cfg_str(&c->apps[1].endpoint, "auth_env", ""),
+                     "AUR_TEST_TOKEN");
     ck_assert_int_eq(c->apps[1].timeout_ms, 1);
     ck_assert_int_eq(c->apps[1].endpoint.kv[1].line, 9);
     aur__config_free(c);
@@ -312,7 +316,6 @@ START_TEST(inactive_apps_skip_existence_checks)
     c = load_ok();
     ck_assert_uint_eq(c->napps, 2);
     ck_assert(!c->apps[0].enabled);
-    ck_assert_ptr_nonnull(strstr(c->apps[0].working_dir_abs, "/srv"));
     aur__config_free(c);
 
     /* Master switch off: an enabled App is not active either. */
@@ -327,20 +330,19 @@ START_TEST(inactive_apps_skip_existence_checks)
 }
 END_TEST
 
+/* A link that stays inside passes the transport's check (where it leads
+ * is check_transport_stdio's working_dir_config_relative). */
 START_TEST(symlink_inside_is_resolved)
 {
     struct aur__config *c;
-    char *real, want[PATH_MAX * 2];
 
     put("host.ini", HOST_ALL);
     put("apps.d/a.ini", APP_STDIO);
     mkdir_rel("real");
     symlink_rel("real", "srv");
     c = load_ok();
-    real = realpath(tmp, NULL);
-    snprintf(want, sizeof want, "%s/real", real);
-    ck_assert_str_eq(c->apps[0].working_dir_abs, want);
-    free(real);
+    ck_assert_str_eq(aur__cfg_str(&c->apps[0].endpoint, "working_dir", ""),
+                     "srv");
     aur__config_free(c);
 }
 END_TEST

@@ -234,6 +234,16 @@ static const struct bad bads[] = {
      NULL, NULL, NULL, "apps.d/a.ini", 13, "auth_env"},
     {"stdio url", NULL, APP_STDIO "url = https://h/x\n", NULL, NULL, NULL,
      "apps.d/a.ini", 12, "url"},
+    /* The keys the host adds to a transport's section are its own. */
+    {"stdio config_dir", NULL, APP_STDIO "config_dir = /etc\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "config_dir"},
+    {"http package", NULL, APP_HTTP "package = org.x.y\n", NULL, NULL, NULL,
+     "apps.d/a.ini", 9, "package"},
+    {"stdio timeout_ms", NULL, APP_STDIO "timeout_ms = 5\n", NULL, NULL,
+     NULL, "apps.d/a.ini", 12, "timeout_ms"},
+    {"transport by plugin name, wrong section", NULL,
+     APP_HEAD("org.a.b", "true", "transport-http", "1") STDIO_TAIL, NULL,
+     NULL, NULL, "apps.d/a.ini", 8, "command"},
     {"stdio auth_env", NULL, APP_STDIO "auth_env = X\n", NULL, NULL, NULL,
      "apps.d/a.ini", 12, "auth_env"},
     {"command in [app]", NULL, APP_HEAD("org.a.b", "true", "stdio", "1")
@@ -432,7 +442,7 @@ START_TEST(bad_config)
     write_bad(b);
     if (b->prep)
         b->prep();
-    rc = aur__config_load(tmp, &c, &diag, &err);
+    rc = aur__config_load(tmp, T(), NT(), &c, &diag, &err);
     ck_assert_msg(rc == AUR_E_CONFIG, "[%s] rc %d (%s)", b->name, rc,
                   rc ? err.msg : "loaded");
     ck_assert_ptr_null(c);
@@ -472,29 +482,45 @@ START_TEST(message_format)
     put("apps.d/clock.ini",
         APP_HEAD("org.example.clock", "true", "stdio", "-3") STDIO_TAIL);
     mkdir_rel("srv");
-    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_msg(strncmp(err.msg, "apps.d/clock.ini:5: timeout_seconds: ",
                           37) == 0, "%s", err.msg);
     /* diag is optional */
-    ck_assert_int_eq(aur__config_load(tmp, &c, NULL, &err), AUR_E_CONFIG);
-    ck_assert_int_eq(aur__config_load("/nonexistent/aur-config", &c, &diag,
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, NULL, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load("/nonexistent/aur-config", T(), NT(), &c, &diag,
                                       &err), AUR_E_CONFIG);
     ck_assert_str_eq(diag.file, "/nonexistent/aur-config");
     /* A key of the other transport's section: its own line and name. */
     put("apps.d/clock.ini", APP_STDIO "\n[http]\nurl = https://h/x\n");
-    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_str_eq(err.msg, "apps.d/clock.ini:14: url: [http] is not "
                               "allowed with transport = stdio (line 4)");
+    /* A transport word one letter off is suggested. */
+    put("apps.d/clock.ini",
+        APP_HEAD("org.example.clock", "true", "stdoi", "30") STDIO_TAIL);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err),
+                     AUR_E_CONFIG);
+    ck_assert_msg(strstr(err.msg, "apps.d/clock.ini:4: transport: ") &&
+                      strstr(err.msg, "did you mean stdio?"),
+                  "%s", err.msg);
+    /* The plugin's own name chooses it as well as its word. */
+    put("apps.d/clock.ini",
+        APP_HEAD("org.example.clock", "true", "transport-stdio", "30")
+        STDIO_TAIL);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err),
+                     AUR_OK);
+    ck_assert_str_eq(c->apps[0].transport->name, "transport-stdio");
+    aur__config_free(c);
     /* A denied variable is named, with the reason. */
     put("apps.d/clock.ini", APP_STDIO "env = NODE_OPTIONS\n");
-    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_msg(strstr(err.msg, "apps.d/clock.ini:12: env: NODE_OPTIONS ") &&
                       strstr(err.msg, "never passed to an App"),
                   "%s", err.msg);
     /* So is one of a family, as written, on its own line. */
     put("apps.d/clock.ini", APP_STDIO "env = CLOCK_TOKEN_2\n"
                             "env = DOTNET_STARTUP_HOOKS\n");
-    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_str_eq(diag.file, "apps.d/clock.ini");
     ck_assert_int_eq(diag.line, 13);
     ck_assert_str_eq(diag.key, "env");
@@ -545,7 +571,7 @@ START_TEST(misplaced_section_key)
     put("host.ini", HOST_ALL);
     put("apps.d/a.ini", app);
     mkdir_rel("srv");
-    ck_assert_int_eq(aur__config_load(tmp, &c, &diag, &err), AUR_E_CONFIG);
+    ck_assert_int_eq(aur__config_load(tmp, T(), NT(), &c, &diag, &err), AUR_E_CONFIG);
     ck_assert_ptr_null(c);
     ck_assert_str_eq(diag.file, "apps.d/a.ini");
     ck_assert_msg(diag.line == (stdio ? 13 : 12), "%s", err.msg);

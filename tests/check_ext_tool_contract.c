@@ -2,8 +2,8 @@
  * check_ext_tool_contract.c - ext-tool-contract through its ABI: the
  * suite dlopens the built plugin and drives its hooks with a small test
  * host whose JSON services are the core's own (strict parser, exact big
- * integers).  Covers aurora-semantics §4.3 (negotiation), §6.2/§6.3
- * (template validation and rendering) and §7.3 (result classification).
+ * integers).  Covers negotiation, template validation and rendering,
+ * and result classification (docs/protocol.md, Extensions).
  *
  * The integration half (the real host against the fixture server and the
  * SDK v2/v1 peers) is in check_ext_tool_contract_host.c; main() runs both.
@@ -298,7 +298,7 @@ static const struct good_row good_rows[] = {
      "{\"observe\":" DFLT ",\"publish\":[\"fixed:1\"]}"},
     {PROPS, "{\"observe\":[\"{x}\"]}",
      "{\"observe\":[\"{x}\"],\"publish\":" DFLT "}"},
-    /* fixed scopes: anything but the §1.5 faults is fine */
+    /* fixed scopes: anything but the scope-rule faults is fine */
     {"{}", "{\"observe\":[\"a b\",\"\\u9891\\u9053:\\u4e00\",\"x\\u007fy\","
            "\"a\\u0085b\",\":\"]}",
      "{\"observe\":[\"a b\",\"\xe9\xa2\x91\xe9\x81\x93:\xe4\xb8\x80\","

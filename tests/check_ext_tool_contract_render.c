@@ -1,6 +1,6 @@
 /*
  * check_ext_tool_contract_render.c - call-time rendering of scope
- * templates (aurora-semantics §6.3): the table of templates and
+ * templates (docs/protocol.md, tool-contract): the table of templates and
  * arguments, length limits, defaults, revalidation, many tools in one
  * session and concurrent rendering.  Part of check_ext_tool_contract.
  */
@@ -60,7 +60,7 @@ struct render_row {
 #define TYPE_ERR "scope argument must be text or integer: group_id"
 
 static const struct render_row render_rows[] = {
-    /* §6.3's example */
+    /* a group and a private scope, as in the README */
     {EXAMPLE, "{\"group_id\":10001,\"user_id\":\"20002\"}", AUR_OK,
      "{\"observe\":[\"qq:group:10001\",\"qq:private:20002\"],"
      "\"publish\":[\"qq:group:10001\"]}"},

@@ -1,7 +1,8 @@
 /*
  * check_ext_world_events.c - unit tests of plugins/ext-world-events
  * through its aur_extension_ops and the in-memory test host of
- * we_host.c: declaration, negotiation, validation (§8.2), the commit
+ * we_host.c: declaration, negotiation, validation (docs/protocol.md,
+ * org.aurorabot/world-events), the commit
  * mapping and idempotency, routing.  The writer's batching is in
  * check_ext_world_events_batch.c, in the same binary.
  */
@@ -64,7 +65,7 @@ START_TEST(declares_only_for_world_events)
 END_TEST
 
 /* ---------------------------------------------------------------- */
-/* Negotiation (§4.3)                                               */
+/* Negotiation                                                      */
 /* ---------------------------------------------------------------- */
 
 struct neg_row {
@@ -142,7 +143,7 @@ START_TEST(modes_and_eras)
 END_TEST
 
 /* ---------------------------------------------------------------- */
-/* Validation (§8.2)                                                */
+/* Validation                                                       */
 /* ---------------------------------------------------------------- */
 
 
@@ -184,7 +185,7 @@ static const struct bad_row bad_rows[] = {
     {EV(D_ID, D_SC, D_KI, "1777622400", D_SU, ""), "occurred_at"},
     {EV(D_ID, D_SC, D_KI, D_AT, "true", ""), "summary"},
     {EV(D_ID, D_SC, D_KI, D_AT, "[\"SECRET\"]", ""), "summary"},
-    /* §1.7 event id */
+    /* event id */
     {EV("\"\"", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
     {EV("\"contains space\"", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
     {EV("\"-lead\"", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
@@ -192,7 +193,7 @@ static const struct bad_row bad_rows[] = {
     {EV("\"\xc3\xa9v\"", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
     {EV("\"e\\u0000x\"", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
     {EV("\"x" ID150 "1234567890\"", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
-    /* §1.5 scope */
+    /* scope */
     {EV(D_ID, "\"\"", D_KI, D_AT, D_SU, ""), "scope"},
     {EV(D_ID, "\" qq:1\"", D_KI, D_AT, D_SU, ""), "scope"},
     {EV(D_ID, "\"qq:1 \"", D_KI, D_AT, D_SU, ""), "scope"},
@@ -200,7 +201,7 @@ static const struct bad_row bad_rows[] = {
     {EV(D_ID, "\"\\u00a0qq:1\"", D_KI, D_AT, D_SU, ""), "scope"},
     {EV(D_ID, "\"scope\\nline\"", D_KI, D_AT, D_SU, ""), "scope"},
     {EV(D_ID, "\"sc\\u001fope\"", D_KI, D_AT, D_SU, ""), "scope"},
-    /* §1.6 kind */
+    /* kind */
     {EV(D_ID, D_SC, "\"\"", D_AT, D_SU, ""), "kind"},
     {EV(D_ID, D_SC, "\" \\t\\u3000 \"", D_AT, D_SU, ""), "kind"},
     {EV(D_ID, D_SC, "\"qq\\tmessage\"", D_AT, D_SU, ""), "kind"},
@@ -271,7 +272,8 @@ START_TEST(rejects_table)
 }
 END_TEST
 
-/* The first violation in §8.4 order is the one reported. */
+/* The first violation, in the order docs/protocol.md lists, is the one
+ * reported. */
 START_TEST(validation_order)
 {
     void *s = world_session(PKG);
@@ -392,7 +394,7 @@ START_TEST(scope_length_limit)
 END_TEST
 
 /* ---------------------------------------------------------------- */
-/* The commit (§8.4)                                                */
+/* The commit                                                       */
 /* ---------------------------------------------------------------- */
 
 START_TEST(commit_mapping_exact)
@@ -491,7 +493,7 @@ START_TEST(idempotent_by_event_id)
 END_TEST
 
 /* ---------------------------------------------------------------- */
-/* Activation and routing (§8.1, §8.3)                              */
+/* Activation and routing                                           */
 /* ---------------------------------------------------------------- */
 
 START_TEST(dropped_before_activation)

@@ -2,7 +2,7 @@
  * check_ext_world_events_host.c - ext-world-events inside the real host
  * with the real SQLite journal: our C fixture server (2026-07-28 with the
  * world-events extension) and the SDK v1 peer (legacy aurora/event log
- * messages), aurora-semantics §4.3 and §8.
+ * messages), docs/protocol.md (org.aurorabot/world-events).
  */
 #define _GNU_SOURCE 1
 #include <aurora/aur_host.h>
@@ -224,7 +224,7 @@ static void assert_event_commit(struct json_object *c, const char *pkg)
     json_object_put(exp);
 }
 
-/* §13: the host log (debug level) never carries event contents. */
+/* The host log (debug level) never carries event contents. */
 static void log_is_clean(void)
 {
     char *p, *text;

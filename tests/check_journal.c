@@ -1,6 +1,6 @@
 /*
- * check_journal.c - the world journal (aurora-semantics §2.5, §8.4, §14;
- * interface.md "journal"): schema, per-scope sequences, idempotency by
+ * check_journal.c - the world journal (README: The world journal; the
+ * objects of docs/aurora-mcp.1): schema, per-scope sequences, idempotency by
  * commit_id, filtering and persistence.  Batches and concurrent writers
  * are in check_journal_batch.c, the fixture in journal_fixture.c (one
  * binary).

@@ -1,6 +1,6 @@
 /*
- * check_names.c - the grammars of aurora-semantics §1 and the agents
- * pattern matcher of §3.5, from the spec's own example tables.
+ * check_names.c - the name grammars (docs/protocol.md) and the agents
+ * pattern matcher (README: Configuration), from tables of examples.
  */
 #include "aur_setup.h"
 

@@ -417,8 +417,9 @@ START_TEST(sdk1_legacy_session_over_https)
     e = json_object_array_get_idx(log, init);
     ck_assert(!has(e, "mcp-session-id"));
     ck_assert(!has(e, "mcp-protocol-version"));
-    /* The handshake completes before anything else goes out (mcp-wire.md
-     * §g: POST notifications/initialized, expect 202, then operate): the
+    /* The handshake completes before anything else goes out
+     * (docs/protocol.md: POST notifications/initialized, its 202, then
+     * the rest): the
      * next thing the server got is the notification, and the next log
      * line is its answered 202, not an early tools/list or GET. */
     e = json_object_array_get_idx(log, init + 1);

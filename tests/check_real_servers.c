@@ -222,7 +222,8 @@ START_TEST(filesystem_discovery_and_reads)
     assert_catalog(h, PKG_FS, want);
 
     /* read_text_file has an outputSchema and answers structuredContent
-     * {"content": text}, which wins over the text block (§7.4 step 4). */
+     * {"content": text}, which wins over the text block
+     * (docs/protocol.md, Calls). */
     ck_assert(asprintf(&args_json, "{\"path\":\"%s/hello.txt\"}", files) > 0);
     h_expect(h, FS("read_text_file"), args_json, AUR_CALL_SUCCEEDED,
              "{\"content\":\"hello from aurora\\n\"}");

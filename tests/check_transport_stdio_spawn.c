@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +130,89 @@ START_TEST(test_working_dir)
     ck_assert_str_eq(link, dir);
     OPS->close(c, t_now() + 3000);
     rmdir(dir);
+}
+END_TEST
+
+static int open_fails(struct aur_error *err);
+
+/* ABI 1.4: working_dir is read against config_dir, symbolic links
+ * resolved, and may not lead out of it. */
+START_TEST(test_working_dir_config_relative)
+{
+    char dir[] = "/tmp/aur-stdio-XXXXXX", path[4200], link[4096], *want;
+    struct aur_conn *c;
+    struct aur_error err;
+    struct hello h;
+    ssize_t n;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/real", dir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/ln", dir);
+    ck_assert_int_eq(symlink("real", path), 0);
+    snprintf(path, sizeof path, "%s/out", dir);
+    ck_assert_int_eq(symlink("/tmp", path), 0);
+    up();
+    ep_child("echo", NULL);
+    cfg_add(&EP, "config_dir", dir);
+    EP.v[2] = "ln/"; /* working_dir */
+    c = open_ok();
+    h = wait_hello();
+    snprintf(path, sizeof path, "/proc/%ld/cwd", h.pid);
+    n = readlink(path, link, sizeof link - 1);
+    ck_assert_int_gt(n, 0);
+    link[n] = '\0';
+    snprintf(path, sizeof path, "%s/real", dir);
+    want = realpath(path, NULL);
+    ck_assert_str_eq(link, want);
+    free(want);
+    OPS->close(c, t_now() + 3000);
+
+    /* Out of the config directory: refused by check and by open. */
+    EP.v[2] = "out";
+    ck_assert_int_eq(OPS->check(ST, &EP, 1, &err), AUR_E_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "working_dir#0: "));
+    ck_assert_int_eq(open_fails(&err), AUR_E_CONFIG);
+    EP.v[2] = "../x";
+    ck_assert_int_eq(OPS->check(ST, &EP, 0, &err), AUR_E_CONFIG);
+    /* A directory that is not there yet is fine for an App that does not
+     * start, not for one that does. */
+    EP.v[2] = "later";
+    ck_assert_int_eq(OPS->check(ST, &EP, 0, &err), AUR_OK);
+    ck_assert_int_eq(OPS->check(ST, &EP, 1, &err), AUR_E_CONFIG);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
+/* ABI 1.4: the [stdio] rules are the transport's: its keys, its words,
+ * its check naming the value at fault, never a variable's value. */
+START_TEST(test_stdio_section_rules)
+{
+    struct aur_error err;
+
+    up();
+    ck_assert_str_eq(OPS->section, "stdio");
+    ck_assert_str_eq(OPS->words[0], "stdio");
+    ck_assert_ptr_null(OPS->words[1]);
+    ck_assert(OPS->caps & AUR_TCAP_STREAM);
+    ck_assert_str_eq(OPS->keys[0].key, "command");
+    ck_assert_int_eq(OPS->keys[0].required, 1);
+    ep_child("echo", NULL);
+    ck_assert_int_eq(OPS->check(ST, &EP, 1, &err), AUR_OK);
+    cfg_add(&EP, "env", "HOME");
+    cfg_add(&EP, "env", "LD_PRELOAD");
+    ck_assert_int_eq(OPS->check(ST, &EP, 1, &err), AUR_E_CONFIG);
+    ck_assert_msg(strstr(err.msg, "env#1: LD_PRELOAD ") &&
+                      strstr(err.msg, "never passed to an App"),
+                  "%s", err.msg);
+    EP.v[EP.n - 1] = "HOME";
+    ck_assert_int_eq(OPS->check(ST, &EP, 1, &err), AUR_E_CONFIG);
+    ck_assert_msg(strstr(err.msg, "HOME listed twice (first on line 1)"),
+                  "%s", err.msg);
+    EP.v[EP.n - 1] = "BAD-NAME";
+    ck_assert_int_eq(OPS->check(ST, &EP, 1, &err), AUR_E_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "env#1: must be an environment"));
 }
 END_TEST
 
@@ -706,7 +790,8 @@ START_TEST(test_descriptor_and_exports)
     OPS = D->ops;
     ck_assert_uint_eq(OPS->struct_size, sizeof *OPS);
     ck_assert_uint_eq(OPS->caps,
-                      AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS);
+                      AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS |
+                          AUR_TCAP_STREAM);
     ck_assert_ptr_nonnull(OPS->reopen);
     ck_assert_ptr_null(OPS->cancel);
 
@@ -737,6 +822,8 @@ Suite *stdio_spawn_suite(void)
     tcase_add_test(t, test_env_filtered);
     tcase_add_test(t, test_env_whitelist_wins);
     tcase_add_test(t, test_working_dir);
+    tcase_add_test(t, test_working_dir_config_relative);
+    tcase_add_test(t, test_stdio_section_rules);
     tcase_add_test(t, test_only_std_fds);
     t = stdio_tcase(s, "start");
     tcase_add_test(t, test_spawn_failure);

@@ -8,14 +8,10 @@ BIN="$1/bin/aurora-mcp"
 FIX="$1/bin/aur-fixture-server"
 PLUG="$1/plugins"
 SRC="$2"
-pass=0 fail=0
+. "$(dirname "$0")/support/expect.sh"
 T=$(mktemp -d /tmp/aur-test-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-expect_eq() { if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1' want '$2'"; fi; }
-expect_has() { case "$1" in *"$2"*) ok ;; *) bad "$3: '$2' not in: $1" ;; esac; }
 
 mkcfg() { # dir, then app specs "file pkg timeout args..."
     local d="$1"
@@ -65,6 +61,31 @@ sed -i 's/^\[stdio\]/[stido]/' "$T/a/apps.d/a.ini"
 out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "misspelt section"
 expect_has "$out" 'did you mean [stdio]?' "section suggestion"
 cp "$T/a.ini.keep" "$T/a/apps.d/a.ini"
+# A plugin's host.ini settings are its declared keys (ABI 1.4): a misspelt
+# one is an error at its line, not a silent default.
+cp "$T/a/host.ini" "$T/host.ini.keep"
+printf '[transport-stdio]\nmax_line_bytez = 4096\n' >>"$T/a/host.ini"
+out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "misspelt plugin setting"
+expect_has "$out" 'host.ini:9: max_line_bytez: unknown key in [transport-stdio] (did you mean max_line_bytes?)' "plugin setting suggestion"
+cp "$T/host.ini.keep" "$T/a/host.ini"
+# transport = names a plugin; one not deployed is said before its section.
+sed -i 's/^transport = stdio/transport = streamable_http/' "$T/a/apps.d/a.ini"
+out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "transport not deployed"
+expect_has "$out" "apps.d/a.ini:4: transport: no transport plugin in host.ini plugins takes 'streamable_http' (loaded: stdio)" "transport not deployed: named"
+cp "$T/a.ini.keep" "$T/a/apps.d/a.ini"
+sed -i 's/^transport = stdio/transport = transport-stdio/' "$T/a/apps.d/a.ini"
+"$BIN" check -c "$T/a" >"$T/out"; expect_eq $? 0 "transport by plugin name"
+expect_has "$(cat "$T/out")" '"transport":"stdio"' "transport by plugin name: its word"
+cp "$T/a.ini.keep" "$T/a/apps.d/a.ini"
+# Two loaded transports claiming one word: refused, never a silent pick.
+mkdir -p "$T/plug2"
+cp "$PLUG/transport-stdio.so" "$1/fixture-plugins/fx-word-thief.so" "$T/plug2/"
+sed -e "s|^plugin_dir = .*|plugin_dir = $T/plug2|" \
+    -e 's/^plugins = transport-stdio$/plugins = transport-stdio fx-word-thief/' \
+    "$T/host.ini.keep" >"$T/a/host.ini"
+out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "two transports, one word"
+expect_has "$out" 'transports transport-stdio and fx-word-thief both take transport = stdio' "two transports, one word: named"
+cp "$T/host.ini.keep" "$T/a/host.ini"
 
 # --- discover -----------------------------------------------------------
 out=$("$BIN" discover -c "$T/a" 2>/dev/null); expect_eq $? 0 "discover"

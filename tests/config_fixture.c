@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config_fixture.h"
+#include "support/transports.h"
 
 char tmp[PATH_MAX];
 
@@ -82,12 +83,25 @@ void symlink_rel(const char *target, const char *rel)
     ck_assert_int_eq(symlink(target, p), 0);
 }
 
+const struct aur__transport_def *T(void)
+{
+    size_t n;
+    return test_transports(&n);
+}
+
+size_t NT(void)
+{
+    size_t n;
+    test_transports(&n);
+    return n;
+}
+
 struct aur__config *load_ok(void)
 {
     struct aur__config *c = NULL;
     struct aur__config_diag diag;
     struct aur_error err;
-    int rc = aur__config_load(tmp, &c, &diag, &err);
+    int rc = aur__config_load(tmp, T(), NT(), &c, &diag, &err);
 
     ck_assert_msg(rc == AUR_OK, "load failed (%d): %s", rc, err.msg);
     ck_assert_ptr_nonnull(c);

@@ -24,6 +24,9 @@ void put(const char *rel, const char *text);
 void mkdir_rel(const char *rel);
 void unlink_rel(const char *rel);
 void symlink_rel(const char *target, const char *rel);
+/* The real transport plugins as loader defs (support/transports.c). */
+const struct aur__transport_def *T(void);
+size_t NT(void);
 /* aur__config_load(tmp) that must succeed (transfer). */
 struct aur__config *load_ok(void);
 

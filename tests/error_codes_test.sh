@@ -7,9 +7,7 @@
 set -u
 SRC="$1"
 DOC="$SRC/docs/error-codes.md"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/support/expect.sh"
 
 # The test file of a docs row whose first cells are `a` (and `b`).
 row_file() {

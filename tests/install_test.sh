@@ -11,21 +11,12 @@
 set -u
 BUILD="$1"
 SRC="$2"
-pass=0 fail=0
+. "$(dirname "$0")/support/expect.sh"
 T=$(mktemp -d /tmp/aur-test-install-XXXXXX)
 trap '[ -n "${AUR_KEEP:-}" ] || rm -rf "$T"' EXIT
 P="$T/prefix"
 TOOL=aur.mcp.org.aurora.demo.echo
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-expect_eq() { if [ "$1" = "$2" ]; then ok; else bad "$3: got '$1' want '$2'"; fi; }
-expect_has() { case "$1" in *"$2"*) ok ;; *) bad "$3: '$2' not in: $1" ;; esac; }
-finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
-    exit
-}
 
 # --- install ---------------------------------------------------------------
 if ! cmake --install "$BUILD" --prefix "$P" >"$T/install.log" 2>&1; then
@@ -50,6 +41,15 @@ soname=$(readelf -d "$P/$LIB" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 expect_has "$soname" "libaurora-mcp.so." "soname"
 if [ -e "$LIBDIR/$soname" ] && [ -e "$LIBDIR/libaurora-mcp.so" ]; then ok
 else bad "soname or dev symlink missing in $LIBDIR"; fi
+# The installed library exports aur_host.h's functions and nothing else,
+# and the static core some tests link is not installed.
+if bash "$SRC/tests/exports_test.sh" "$P/$LIB" "$SRC" >"$T/exports.log" 2>&1
+then ok
+else bad "installed library's exports: $(grep FAIL "$T/exports.log" | head -c 600)"
+fi
+if find "$P" -name 'libaurora-mcp-internal*' | grep -q .; then
+    bad "libaurora-mcp-internal installed"
+else ok; fi
 
 # --- the CLI runs from the prefix without LD_LIBRARY_PATH ----------------------
 out=$(env -u LD_LIBRARY_PATH "$P/bin/aurora-mcp" --version 2>&1)

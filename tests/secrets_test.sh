@@ -22,9 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "${AUR_KEEP:-}" ] && trap - EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/support/expect.sh"
 
 # Random per run, so a hit cannot come from a file of ours.
 r=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')

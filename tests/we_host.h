@@ -2,7 +2,7 @@
  * we_host.h - the test host of check_ext_world_events: the plugin .so
  * dlopened and driven through its aur_extension_ops, with world_write /
  * world_write_batch keeping commits in memory under the journal's
- * idempotency rule (aurora-semantics §2.5, §4.3, §8).
+ * idempotency rule (README: The world journal).
  *
  * The plugin commits from a writer thread of its own, so the store is
  * guarded by hmu, and a test reads it only after the plugin says nothing

@@ -59,7 +59,8 @@ int cli_signals_stop(void);
 /* Print one JSON value as a line on stdout (and flush). */
 void cli_print_json(struct json_object *v);
 
-/* The startup-failure object of interface.md. */
+/* The startup-failure object {"error":{code,app,phase,message}}
+ * (docs/error-codes.md). */
 void cli_print_startup_error(const struct aur_startup_error *e);
 
 /* {"status","content","observe","publish"} of a ToolOutput (transfer). */

@@ -1,6 +1,6 @@
 /*
  * main.c - aurora-mcp: argument parsing and the one-shot commands
- * (check, discover, call, journal, plugin-info).  See interface.md §2.
+ * (check, discover, call, journal, plugin-info).  See docs/aurora-mcp.1.
  */
 #define _GNU_SOURCE 1
 #include "cli.h"

@@ -1,6 +1,6 @@
 /*
  * output.c - the JSON the commands print: one document a line, the
- * startup error object of interface.md, a call's outcome.
+ * startup error object (docs/error-codes.md), a call's outcome.
  */
 #define _GNU_SOURCE 1
 #include "cli.h"

@@ -109,7 +109,7 @@ int aur__tool_budget_check(const struct aur__app *app, const char *id,
  * effect), and it is not "succeeded" either, because the confirmed output
  * never reaches the caller (cutting it would change the tool's answer and
  * break structured JSON).  So it is "unknown", as any other client-side
- * failure after the request went out (aurora-semantics §7.2).  A result
+ * failure after the request went out (docs/protocol.md, Calls).  A result
  * that is already "failed" stays failed: its lack of effect was proven by
  * other means; only its text is withheld.
  */

@@ -1,6 +1,6 @@
 /*
  * call.c - one tool call and its three-state outcome
- * (aurora-semantics §7).
+ * (docs/protocol.md, Calls).
  *
  * succeeded = the executor confirmed success; failed = explicitly rejected
  * or provably without effect; unknown = the request may have reached the
@@ -177,7 +177,7 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->p[b->n] = '\0';
 }
 
-/* §7.4 error text (*len its bytes): the non-empty text blocks, else
+/* The error text (*len its bytes): the non-empty text blocks, else
  * structuredContent, else a fixed text. */
 static char *error_text(struct json_object *content, struct json_object *sc,
                         size_t *len)
@@ -364,7 +364,7 @@ static void map_result(struct aur__tool *t, struct json_object *res,
         }
     }
     /* Without an extension that vouches, isError says nothing about side
-     * effects: unknown (§0.10).  A vouching extension proposes failed;
+     * effects: unknown.  A vouching extension proposes failed;
      * nobody can propose below the core's view otherwise. */
     enum aur_outcome base = AUR_OUTCOME_SUCCEEDED;
     if (is_error)

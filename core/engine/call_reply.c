@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "json_int.h"
+#include "call_reply.h"
 #include "rpc.h"
 
 /* Unknown members may nest this deep before the scanner declines; the

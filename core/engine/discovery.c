@@ -231,7 +231,7 @@ static bool name_set_add(struct name_set *ns, const char *name)
     return true;
 }
 
-/* aurora-semantics §1.2, §2.1, §6: one tool from a tools/list page. */
+/* One tool from a tools/list page (the rules: docs/protocol.md). */
 static int bind_tool(struct aur__app *app, struct name_set *names,
                      struct json_object *defaults, struct json_object *tj,
                      struct aur_error *err)

@@ -136,6 +136,11 @@ struct aur_mcp {
     struct aur_self *selves; /* one per plugin */
     struct aur__plugin **exts; /* extension plugins, in plugins= order */
     size_t nexts;
+    /* What the config loader knows of each transport plugin, and the
+     * plugin each def came from (same index), in plugins= order. */
+    struct aur__transport_def *tdefs;
+    struct aur__plugin **tplugins;
+    size_t ntdefs;
 
     struct aur__app *apps; /* config order */
     size_t napps;
@@ -203,6 +208,10 @@ extern const struct aur__rpc_handlers aur__app_handlers_template;
 void aur__app_mark_disconnected(struct aur__app *app, const char *detail);
 
 /* startup.c */
+/* mcp->tdefs and tplugins from the loaded transport plugins
+ * (transports.c); AUR_E_PLUGIN when two claim one word or section. */
+int aur__transport_defs(struct aur_mcp *mcp, struct aur_error *err);
+
 int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
                    struct aur_error *err);
 /* grace_ms bounds how long each child may take to leave after stdin

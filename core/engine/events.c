@@ -24,6 +24,7 @@ enum {
 #include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "call_reply.h"
 #include "jsonx.h"
 #include "log.h"
 
@@ -328,4 +329,5 @@ const struct aur__rpc_handlers aur__app_handlers_template = {
     .response = on_response,
     .ended = on_ended,
     .closed = on_closed,
+    .reply_scan = aur__call_reply_scan,
 };

@@ -104,8 +104,6 @@ static int setup_apps(struct aur_mcp *mcp, struct aur_error *err)
     for (size_t i = 0; i < cfg->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
         const struct aur__app_cfg *ac = &cfg->apps[i];
-        const char *tname = ac->transport == AUR__T_STDIO ? "transport-stdio"
-                                                          : "transport-http";
         a->mcp = mcp;
         a->cfg = ac;
         a->index = i;
@@ -122,11 +120,7 @@ static int setup_apps(struct aur_mcp *mcp, struct aur_error *err)
         a->info.transport = aur__transport_word(ac->transport);
         a->info.event_mode = aur__event_mode_word(ac->event_mode);
         a->info.self = &a->self;
-        a->transport = aur__plugins_find(&mcp->plugins, tname);
-        if (!a->transport || a->transport->desc.kind != AUR_KIND_TRANSPORT)
-            return aur_fail(err, AUR_E_PLUGIN, 0,
-                            "%s: transport plugin %s is not loaded", ac->file,
-                            tname);
+        a->transport = mcp->tplugins[ac->transport - mcp->tdefs];
     }
     return AUR_OK;
 }
@@ -196,7 +190,7 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     pthread_mutex_init(&mcp->mu, NULL);
     aur__cond_init(&mcp->cv);
-    rc = aur__config_load(config_dir, &mcp->cfg, &diag, err);
+    rc = aur__config_load_host(config_dir, &mcp->cfg, &diag, err);
     if (rc != AUR_OK) {
         fill_serr(serr, "config_invalid", "config", err->msg);
         goto fail;
@@ -223,6 +217,11 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     rc = aur__plugins_load(plugin_dir, mcp->cfg->plugins, mcp->cfg->nplugins,
                            &mcp->host, make_self, mcp, plugin_section,
                            &mcp->plugins, err);
+    if (rc == AUR_OK)
+        rc = aur__transport_defs(mcp, err);
+    if (rc == AUR_OK)
+        rc = aur__config_load_apps(mcp->cfg, mcp->tdefs, mcp->ntdefs, &diag,
+                                   err);
     if (rc == AUR_OK)
         rc = setup_apps(mcp, err);
     if (rc != AUR_OK) {
@@ -375,6 +374,8 @@ void aur_mcp_destroy(struct aur_mcp *h)
     }
     free(h->apps);
     free(h->exts);
+    free(h->tdefs);
+    free(h->tplugins);
     free(h->selves);
     aur__config_free(h->cfg);
     pthread_mutex_destroy(&h->mu);
@@ -403,7 +404,8 @@ int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
     struct aur__config *cfg = NULL;
     struct aur__journal *j = NULL;
     struct dump_ctx d = {emit, ud};
-    int rc = aur__config_load(config_dir, &cfg, NULL, err);
+    /* host.ini alone names the journal: the Apps need not be valid. */
+    int rc = aur__config_load_host(config_dir, &cfg, NULL, err);
     if (rc != AUR_OK)
         return rc;
     if (access(cfg->journal, F_OK) != 0) {

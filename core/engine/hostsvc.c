@@ -94,4 +94,7 @@ void aur__host_vtable_init(struct aur_mcp *mcp)
     h->json_parse = host_json_parse;
     h->json_integer_text = aur__json_integer_text;
     h->world_write_batch = host_world_write_batch;
+    h->cfg_fail = aur__cfg_fail_at;
+    h->cfg_line = aur__cfg_line;
+    h->cfg_path = aur__cfg_path;
 }

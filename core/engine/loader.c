@@ -1,6 +1,6 @@
 /*
  * loader.c - dlopen, validate, copy and initialise plugins
- * (plugin-abi-and-style §3, §4, §6, §11).
+ * (docs/writing-plugins.md §2-§4, §6).
  *
  * The descriptor and ops table live in the plugin's memory and may come
  * from a plugin built against an older or newer header, or be garbage.
@@ -18,6 +18,7 @@
 
 #include <json-c/json.h>
 
+#include "config.h"
 #include "loader.h"
 
 #define NAME_MAX_LEN 64
@@ -307,6 +308,11 @@ int aur__plugin_init(struct aur__plugin *p, const struct aur_host *host,
     if (p->inited)
         return aur_fail(err, AUR_E_STATE, 0, "%s: already initialised",
                         p->name);
+    /* Its host.ini section against the keys it declares (ABI 1.4): a
+     * misspelt setting is an error naming its line, not a default. */
+    rc = aur__cfg_keys_check(cfg, p->desc.settings, err);
+    if (rc != AUR_OK)
+        return rc;
     aur_error_clear(&perr);
     rc = p->desc.init(host, self, cfg, &state, &perr);
     if (rc != AUR_OK) {
@@ -333,7 +339,7 @@ void aur__plugin_release(struct aur__plugin *p)
          * handed out function pointers (to libcurl, json-c userdata...)
          * that outlive fini.  Unmapping its code would turn any of those
          * into a jump into freed memory; keeping it resident costs only
-         * the mapping (plugin-abi §11). */
+         * the mapping (docs/writing-plugins.md §4). */
     } else if (p->dl) {
         /* Never initialised: none of its code has run except the entry,
          * so unloading is safe. */
@@ -491,7 +497,8 @@ static void describe_transport(const struct aur_transport_ops *t,
                                struct json_object *o)
 {
     static const char *const cap_words[] = {"server_push", "session",
-                                            "resumable", "child_process"};
+                                            "resumable", "child_process",
+                                            "stream"};
     struct json_object *caps = json_object_new_array();
     struct json_object *hooks = json_object_new_array();
 
@@ -513,6 +520,19 @@ static void describe_transport(const struct aur_transport_ops *t,
     add_if(hooks, t->set_protocol != NULL, "set_protocol");
     add_if(hooks, t->cancel != NULL, "cancel");
     add_if(hooks, t->reopen != NULL, "reopen");
+    add_if(hooks, t->send_text != NULL, "send_text");
+    add_if(hooks, t->listen != NULL, "listen");
+    add_if(hooks, t->check != NULL, "check");
+    add_if(hooks, t->preflight != NULL, "preflight");
+    if (t->section)
+        json_object_object_add(o, "section",
+                               json_object_new_string(t->section));
+    if (t->words) {
+        struct json_object *w = json_object_new_array();
+        for (const char *const *p = t->words; *p; p++)
+            add_if(w, true, *p);
+        json_object_object_add(o, "words", w);
+    }
     json_object_object_add(o, "caps", caps);
     json_object_object_add(o, "hooks", hooks);
 }

@@ -1,5 +1,6 @@
 /*
- * loader.h - dlopen, validate and initialise plugins (plugin-abi §4, §11).
+ * loader.h - dlopen, validate and initialise plugins
+ * (docs/writing-plugins.md §2-§4).
  *
  * Ownership: struct aur__plugin is caller storage; aur__plugin_open fills it
  * and aur__plugin_release undoes it.  Threads: owner thread only (startup

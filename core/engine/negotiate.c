@@ -1,10 +1,12 @@
 /*
  * negotiate.c - phase "connect": open the transport, pick the protocol era
- * (mcp-wire.md §g) and let extensions see the server's capabilities.
+ * (docs/protocol.md) and let extensions see the server's capabilities.
  *
  * Revision 2026-07-28 is preferred: a server/discover probe with the full
- * modern envelope.  Anything but a usable modern answer falls back to the
- * legacy initialize handshake.  No config knob can choose the version.
+ * modern envelope.  An answer that shows a legacy server falls back to
+ * the legacy initialize handshake; an outage, a broken budget or an
+ * incompatible modern server fails the App (the classifier C1-C4 below,
+ * docs/protocol.md).  No config knob can choose the version.
  */
 #include "aur_setup.h"
 
@@ -18,8 +20,8 @@
 
 #define MODERN_VERSION "2026-07-28"
 #define LEGACY_OFFER "2025-11-25"
-/* A silent stdio server costs this much of the App's deadline at most
- * before we treat it as legacy (mcp-wire.md §g suggests 5-10 s). */
+/* A silent server on a stream (stdio) costs this much of the App's deadline at most
+ * before we treat it as legacy (docs/protocol.md, case C4). */
 #define PROBE_MAX_MS 10000
 
 static const char *const legacy_versions[] = {
@@ -156,7 +158,7 @@ static bool era_evidence_status(int status)
  * end: what the transport knows of how the probe travelled. */
 static enum verdict classify_probe(int rc, struct json_object *res,
                                    const struct aur__rpc_end *end,
-                                   const struct aur_error *perr, bool stdio,
+                                   const struct aur_error *perr, bool stream,
                                    struct aur_error *err)
 {
     struct json_object *sv, *data, *sup;
@@ -202,7 +204,7 @@ static enum verdict classify_probe(int rc, struct json_object *res,
         aur_fail(err, rc, perr->detail, "%s", perr->msg);
         return V_FAIL;
     }
-    if (!end->ended && (rc == AUR_E_TIMEOUT || rc == AUR_E_CLOSED) && stdio)
+    if (!end->ended && (rc == AUR_E_TIMEOUT || rc == AUR_E_CLOSED) && stream)
         return V_LEGACY_DEAD;
     /* On HTTP silence is an outage, not era evidence. */
     aur_fail(err, rc, perr->detail, "server/discover probe: %s", perr->msg);
@@ -216,18 +218,20 @@ static int probe(struct aur__app *app, aur_deadline dl, int attempt,
     struct aur__rpc_end end;
     struct aur_error perr;
     char sid[32];
-    bool stdio = app->cfg->transport == AUR__T_STDIO;
+    /* On one lasting stream a legacy server may leave the probe
+     * unanswered; on request/response transports silence is an outage. */
+    bool stream = app->cfg->transport->caps & AUR_TCAP_STREAM;
     int64_t left = aur_remaining_ms(&app->mcp->host, dl);
     aur_deadline pdl = dl;
     enum verdict v;
     int rc;
 
-    if (stdio)
+    if (stream)
         pdl = aur__now_ms() + (left / 2 < PROBE_MAX_MS ? left / 2 : PROBE_MAX_MS);
     snprintf(sid, sizeof sid, "aur-probe-%d", attempt);
     rc = aur__app_call(app, "server/discover", NULL, sid, pdl, &res, &end,
                        &perr);
-    v = classify_probe(rc, res, &end, &perr, stdio, err);
+    v = classify_probe(rc, res, &end, &perr, stream, err);
     if (v == V_MODERN) {
         if (json_object_object_get_ex(res, "capabilities", &c) &&
             json_object_is_type(c, json_type_object))
@@ -338,7 +342,7 @@ static int accept_extensions(struct aur__app *app, struct aur_error *err)
     return AUR_OK;
 }
 
-/* §4.3: the event modes are bound to an era. */
+/* The event modes are bound to an era (docs/protocol.md). */
 static int check_event_mode(struct aur__app *app, struct aur_error *err)
 {
     if (app->cfg->event_mode == AUR__EV_LEGACY && app->modern)
@@ -388,7 +392,7 @@ static int negotiate(struct aur__app *app, aur_deadline dl,
     }
     if (v == V_LEGACY_DEAD) {
         /* The probe may have killed or wedged a legacy server: start a
-         * fresh process for the handshake (mcp-wire.md §g step 4). */
+         * fresh process for the handshake (docs/protocol.md, C4). */
         int rc = reopen(app, dl, err);
         if (rc != AUR_OK)
             return rc;

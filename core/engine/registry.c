@@ -1,6 +1,6 @@
 /*
  * registry.c - the frozen tool registry (MCP tools + builtins, sorted by
- * id) and the agents.ini reference check (aurora-semantics §3.5, §5).
+ * id) and the agents.ini reference check (README: Configuration).
  */
 #include "aur_setup.h"
 

@@ -69,6 +69,15 @@ struct aur__rpc_handlers {
                   const struct aur__rpc_end *end);
     /* The connection ended (once).  why NULL = clean EOF. */
     void (*closed)(void *ud, const struct aur_error *why);
+    /* Optional, on the transport's thread: read a response straight from
+     * its text, without a tree, for a waiter that takes text
+     * (aur__rpc_request_text with text_ok).  True with the id and the
+     * text (transfer) the waiter gets; false, nothing allocated: the
+     * frame goes the general way.  The protocol layer hands this in
+     * (MCP's tools/call reply, aur__call_reply_scan); this layer knows
+     * no method's result. */
+    bool (*reply_scan)(const char *buf, size_t len, int64_t *id,
+                       char **text, size_t *text_len);
 };
 
 struct aur__rpc_limits {
@@ -144,8 +153,8 @@ int aur__rpc_request(struct aur__rpc *r, const char *method,
  * Like aur__rpc_request (integer id), with params already serialised
  * (params_json: one compact JSON object, borrowed).  Sent as text when the
  * transport takes text, else parsed and sent as an object.  text_ok:
- * the waiter (aur__rpc_wait_text) also takes a tools/call reply in the
- * form aur__call_reply_scan gives, when the transport hands in text.
+ * the waiter (aur__rpc_wait_text) also takes a reply in the form the
+ * handlers' reply_scan gives, when the transport hands in text.
  * On failure *maybe_sent says whether any byte may have left: false when
  * this layer refused before the transport saw it or the transport said
  * AUR_E_NOT_SENT; true for every other transport failure.
@@ -234,18 +243,6 @@ void aur__rpc_mem_adjust(struct aur__rpc *r, int64_t delta);
  */
 extern _Thread_local bool aur__rpc_keep_reply;
 extern _Thread_local int64_t aur__rpc_kept_reply;
-
-/*
- * call_reply.c: the reply to a tools/call read straight from its text,
- * when it is a success response of the common shape (integer id, result
- * with text blocks only, isError absent or false, no structuredContent,
- * resultType absent or "complete").  Then *id is the id and *text
- * (transfer, *text_len bytes plus a NUL) the non-blank texts joined by
- * "\n", "" when there are none: what map_result makes of the same reply.
- * false (nothing allocated): not that shape; the general path decides.
- */
-bool aur__call_reply_scan(const char *buf, size_t len, int64_t *id,
-                          char **text, size_t *text_len);
 
 /*
  * rpc_recv.c: the id of a frame that does not parse, read leniently: the

@@ -514,9 +514,9 @@ int aur__rpc_peek_id(const char *buf, size_t len, int64_t *num, char *sid,
 }
 
 /*
- * The sink for text (ABI 1.2).  The reply to a call whose waiter takes
- * text is read without a tree when it has the common shape
- * (call_reply.c); everything else is parsed as host json_parse does and
+ * The sink for text (ABI 1.2).  The reply to a request whose waiter takes
+ * text is read without a tree when the handlers' reply_scan recognises
+ * it; everything else is parsed as host json_parse does and
  * goes through take_message.  on_response hears a response's integer id
  * before its waiter is woken.  A frame that does not parse but names a
  * waiting request ends that request as refused.
@@ -537,9 +537,10 @@ static int sink_text(void *ctx, const char *buf, size_t len,
     /* Only while a call waits for text: a tools/list page would be
      * scanned to its end for nothing.  The count is read without mu; a
      * stale zero only sends a reply down the general path. */
-    if (__atomic_load_n(&r->text_waiters, __ATOMIC_ACQUIRE) &&
+    if (r->h.reply_scan &&
+        __atomic_load_n(&r->text_waiters, __ATOMIC_ACQUIRE) &&
         !__atomic_load_n(&r->faulty, __ATOMIC_ACQUIRE) &&
-        aur__call_reply_scan(buf, len, &num, &text, &tlen)) {
+        r->h.reply_scan(buf, len, &num, &text, &tlen)) {
         if (on_response)
             on_response(arg, num);
         on_response = NULL;
@@ -619,11 +620,14 @@ static void sink_request_end(void *ctx, struct json_object *id,
     AUR_PERTURB("rpc.request_end");
     if (!e || !key_of(id, &num, &sid))
         return;
-    /* AUR_E_RPC only with the server's error object; without it the
-     * answer was unusable. */
+    /* AUR_E_RPC only with the server's error object; without one (or
+     * with anything but an object) the answer was unusable. */
     end.code = e->code >= 0 ? AUR_E_IO
-               : e->code == AUR_E_RPC && !e->error ? AUR_E_PROTOCOL
-                                                   : e->code;
+               : e->code == AUR_E_RPC &&
+                       !(e->error &&
+                         json_object_is_type(e->error, json_type_object))
+                   ? AUR_E_PROTOCOL
+                   : e->code;
     end.delivered = e->delivered != 0;
     end.http_status = e->http_status;
     snprintf(end.msg, sizeof end.msg, "%s", e->msg ? e->msg : "");

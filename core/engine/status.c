@@ -1,7 +1,7 @@
 /*
- * status.c - the status document (interface.md "discover") and the
- * public registry view.  Status never holds env values, tokens, command
- * lines or URLs.
+ * status.c - the status document (what check and discover print,
+ * docs/aurora-mcp.1) and the public registry view.  Status never holds
+ * env values, tokens, command lines or URLs.
  */
 #include "aur_setup.h"
 

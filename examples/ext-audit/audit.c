@@ -125,16 +125,24 @@ static const struct aur_extension_ops audit_ops = {
     .end_session = audit_end_session,
 };
 
+/* Its host.ini section's keys (ABI 1.4: the host refuses others). */
+static const struct aur_cfg_key audit_settings[] = {
+    {"summary", 0, 0},
+    {NULL, 0, 0},
+};
+
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
 {
     static const struct aur_plugin_desc desc = {
-        AUR_DESC_HEADER(AUR_KIND_EXTENSION),
+        /* 1.0: later services are tested before use (AUR_HAS). */
+        AUR_DESC_HEADER_MIN(AUR_KIND_EXTENSION, 0),
         .name = "ext-audit",
         .version = "1.0.0",
         .summary = "logs one line per tool result (never its content)",
         .init = audit_init,
         .fini = audit_fini,
         .ops = &audit_ops,
+        .settings = audit_settings,
     };
     (void)host_abi; /* built for 1.0, which every 1.x host accepts */
     return &desc;

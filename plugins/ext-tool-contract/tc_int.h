@@ -1,6 +1,6 @@
 /*
  * tc_int.h - private interface of ext-tool-contract
- * (aurora-semantics §4.3, §6, §7.3).
+ * (docs/protocol.md, Extensions).
  *
  * tc_plugin.c owns the descriptor, negotiation, result classification and
  * the per-App session; tc_scope.c owns the scope grammar, template
@@ -53,8 +53,8 @@ struct tc_session {
 
 extern const char *const tc_dir_names[2]; /* "observe", "publish" */
 
-/* §1.5 on s[0..len): non-empty, no leading/trailing Python whitespace, at
- * most 256 code points, no U+0000..U+001F, valid UTF-8. */
+/* The scope rule on s[0..len): non-empty, no leading/trailing Python
+ * whitespace, at most 256 code points, no U+0000..U+001F, valid UTF-8. */
 bool tc_valid_scope(const char *s, size_t len);
 
 /* Session store (tc_plugin.c).  tc_session_find is safe from any thread

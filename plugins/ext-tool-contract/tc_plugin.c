@@ -1,6 +1,6 @@
 /*
  * tc_plugin.c - ext-tool-contract: the org.aurorabot/tool-contract
- * extension (aurora-semantics §4.2, §4.3, §7.3; mcp-wire.md §j).
+ * extension (docs/protocol.md, Extensions).
  *
  * Every App declares {"version": 1}.  The extension is active for an App
  * only when the server answers with exactly {"version": 1} (the JSON
@@ -157,7 +157,7 @@ static void session_free(struct tc_session *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* Negotiation (§4.2, §4.3)                                           */
+/* Negotiation                                                        */
 /* ------------------------------------------------------------------ */
 
 static int tc_declare_caps(void *st, const struct aur_app_info *app,
@@ -226,7 +226,7 @@ static void tc_end_session(void *st, void *session)
 }
 
 /* ------------------------------------------------------------------ */
-/* Result classification (§7.3, negotiated)                           */
+/* Result classification (negotiated)                                 */
 /* ------------------------------------------------------------------ */
 
 static bool is_status_unknown(struct json_object *v)
@@ -286,12 +286,18 @@ static const struct aur_extension_ops tc_ops = {
     .end_session = tc_end_session,
 };
 
+/* Its host.ini section's keys (ABI 1.4: the host refuses others). */
+static const struct aur_cfg_key tc_settings[] = {
+    {NULL, 0, 0},
+};
+
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
 {
     static const struct aur_plugin_desc desc = {
-        AUR_DESC_HEADER(AUR_KIND_EXTENSION),
+        /* 1.0: later services are tested before use (AUR_HAS). */
+        AUR_DESC_HEADER_MIN(AUR_KIND_EXTENSION, 0),
         .name = "ext-tool-contract",
         .version = "0.1.0",
         .summary = "org.aurorabot/tool-contract: scope templates and "
@@ -299,7 +305,8 @@ AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
         .init = tc_init,
         .fini = tc_fini,
         .ops = &tc_ops,
+        .settings = tc_settings,
     };
-    (void)host_abi; /* 1.0 is all this plugin speaks */
+    (void)host_abi; /* any 1.x host: see the descriptor */
     return &desc;
 }

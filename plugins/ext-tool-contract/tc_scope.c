@@ -1,6 +1,6 @@
 /*
  * tc_scope.c - scope grammar, tool-contract template validation and
- * call-time rendering (aurora-semantics §1.5, §6.2, §6.3).
+ * call-time rendering (docs/protocol.md, Names and scopes, Extensions).
  *
  * A template is literal text with placeholders {name}, name matching
  * [A-Za-z_][A-Za-z0-9_]* and naming a top-level key of the tool's
@@ -28,7 +28,7 @@
 #define INT_TEXT_MAX (TC_MAX_SCOPE_CP + 8)
 
 /* ------------------------------------------------------------------ */
-/* §1.5 scope grammar                                                 */
+/* Scope grammar                                                      */
 /* ------------------------------------------------------------------ */
 
 /* Decode one strictly valid UTF-8 sequence at s[*i]; advance *i. */
@@ -164,7 +164,7 @@ static bool syntax_ok(const char *t, size_t len, size_t *n)
 }
 
 /* ------------------------------------------------------------------ */
-/* Discovery-time validation (§6.2, §6.3)                             */
+/* Discovery-time validation                                          */
 /* ------------------------------------------------------------------ */
 
 static int check_template(const char *id, const char *t, size_t len,
@@ -417,7 +417,7 @@ int tc_validate_tool(void *st, void *session, const struct aur_tool_ref *tool,
 }
 
 /* ------------------------------------------------------------------ */
-/* Call-time rendering (§6.3)                                         */
+/* Call-time rendering                                                */
 /* ------------------------------------------------------------------ */
 
 struct out {

@@ -1,7 +1,7 @@
 /*
  * we_int.h - ext-world-events internals shared by its files: we_plugin.c
  * (descriptor, negotiation, sessions, status), we_validate.c (the payload
- * rules of aurora-semantics §8.2, §1.5-§1.7) and we_writer.c (the
+ * rules of docs/protocol.md) and we_writer.c (the
  * per-session queue and the thread that commits it in batches).
  *
  * Threads: we_event_parse is pure and reentrant.  The we_writer_*
@@ -43,7 +43,8 @@ struct we_event {
 };
 
 /*
- * Validate payload (borrowed) strictly, in the order of §8.2/§8.4, and
+ * Validate payload (borrowed) strictly, in the order docs/protocol.md
+ * lists, and
  * fill *ev.  AUR_E_EVENT with err->msg naming the field (never a value)
  * on the first violation.
  */

@@ -1,14 +1,14 @@
 /*
  * we_plugin.c - ext-world-events: business events from MCP servers into
- * the world journal (aurora-semantics §4.2, §4.3, §8).
+ * the world journal (docs/protocol.md, org.aurorabot/world-events).
  *
  * event_mode world_events: declares org.aurorabot/world-events {"version":
- * 1}, requires the server to negotiate it strictly (§4.3) and takes
+ * 1}, requires the server to negotiate it strictly and takes
  * notifications/org.aurorabot/world-events/event.  event_mode
  * legacy_aurora_event: takes notifications/message whose logger is
  * "aurora/event" (other loggers are ordinary logs and are ignored).
  * Either way a valid event after activation becomes one
- * mcp.event.received commit, idempotent by its event id (§8.4).
+ * mcp.event.received commit, idempotent by its event id.
  *
  * No host.ini settings.
  *
@@ -20,7 +20,7 @@
  * is freed at fini, since an on_notify that raced with the App's close
  * may still hold it.
  *
- * Logs carry counts and field names only, never event contents (§13).
+ * Logs carry counts and field names only, never event contents.
  */
 #include "we_int.h"
 
@@ -84,7 +84,7 @@ static bool is_integer_one(const struct aur_host *h, struct json_object *v)
            json_object_get_int64(v) == 1;
 }
 
-/* §4.3: an object whose key set is exactly {"version"}, value integer 1. */
+/* Strict: an object whose key set is exactly {"version"}, value integer 1. */
 static bool negotiated(const struct aur_host *h, struct json_object *caps)
 {
     struct json_object *exts, *ext, *ver;
@@ -107,7 +107,7 @@ static int accept_server(void *st, const struct aur_app_info *app,
 
     if (mode_is(app, "world_events")) {
         /* The core checks the era and transport first; these repeat it
-         * so the plugin never serves a combination §8.1 rules out. */
+         * so the plugin never serves a combination the README rules out. */
         if (!app->modern ||
             (app->transport && strcmp(app->transport, "stdio") != 0) ||
             !negotiated(S->host, server_caps))
@@ -348,18 +348,25 @@ static const struct aur_extension_ops we_ops = {
     .status = we_status,
 };
 
+/* Its host.ini section's keys (ABI 1.4: the host refuses others). */
+static const struct aur_cfg_key we_settings[] = {
+    {NULL, 0, 0},
+};
+
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
 {
     static const struct aur_plugin_desc desc = {
-        AUR_DESC_HEADER(AUR_KIND_EXTENSION),
+        /* 1.0: later services are tested before use (AUR_HAS). */
+        AUR_DESC_HEADER_MIN(AUR_KIND_EXTENSION, 0),
         .name = "ext-world-events",
         .version = "0.1.0",
         .summary = "business events from MCP servers into the world journal",
         .init = we_init,
         .fini = we_fini,
         .ops = &we_ops,
+        .settings = we_settings,
     };
     (void)host_abi;
     return &desc;

@@ -1,10 +1,10 @@
 /*
- * we_validate.c - the business-event payload rules (aurora-semantics
- * §8.2, with the grammars of §1.5, §1.6 and §1.7).
+ * we_validate.c - the business-event payload rules (docs/protocol.md,
+ * org.aurorabot/world-events).
  *
  * Lengths count Unicode code points and "whitespace" is Python's
  * str.isspace set, as in the original.  Error texts name the field and
- * never echo a value: event contents must not reach the log (§13).
+ * never echo a value: event contents must not reach the log.
  */
 #include "we_int.h"
 

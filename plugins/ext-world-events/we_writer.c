@@ -1,5 +1,5 @@
 /*
- * we_writer.c - group commit of business events (aurora-semantics §8.4).
+ * we_writer.c - group commit of business events (docs/protocol.md).
  *
  * The App's dispatch thread delivers notifications one at a time; one
  * SQLite transaction per event made the journal's commit overhead (lock,

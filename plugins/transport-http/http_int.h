@@ -1,11 +1,13 @@
 /*
  * http_int.h - private to transport-http (never installed).
  *
- * Five files share these types:
+ * Seven files share these types:
  *   http_plugin.c  descriptor, init/fini, open/send/close/set_protocol/
  *                  cancel, the worker pool and the stream threads
- *   http_post.c    one job: headers, the curl transfer, redirects, and
- *                  what reaches the sink (incl. synthesised errors)
+ *   http_post.c    one job: its headers, the curl transfer, redirects
+ *   http_response.c what comes back: the body, what reaches the sink
+ *                  (incl. synthesised errors), the request's end
+ *   http_headers.c one header line and the encoding of a value
  *   http_xheader.c x-mcp-header annotations: tools/list filtering and the
  *                  Mcp-Param-* headers of tools/call (modern era only)
  *   http_sse.c     the text/event-stream parser (pure, no I/O)
@@ -87,9 +89,23 @@ int http_url_check(const char *url, char **out_url,
 int http_url_redirect(const char *base, const char *location, char **out_url,
                       char origin[HTTP_ORIGIN_SIZE], struct aur_error *err);
 
-/* Header value encoding of mcp-wire.md §(e): value as is, or
+/* Header value encoding (docs/protocol.md): value as is, or
  * "=?base64?...?=".  Returns malloc'd text or NULL (out of memory). */
 char *http_header_value(const char *v, size_t len);
+
+/* The written form of a configured url (http_url.c): NULL when fine,
+ * else why not (a fixed text that never quotes the url). */
+const char *http_url_problem(const char *url);
+
+/* The [http] section of an App file (http_config.c, ABI 1.4). */
+extern const char *const http_words[];
+extern const struct aur_cfg_key http_keys[];
+int http_check(void *state, const struct aur_cfg *ep, int active,
+               struct aur_error *err);
+void http_preflight(void *state, const struct aur_cfg *ep,
+                    void (*report)(void *ctx, const char *check,
+                                   const char *problem),
+                    void *ctx);
 
 /* True if s is non-empty visible ASCII (0x21-0x7E) only. */
 bool http_visible_ascii(const char *s);
@@ -200,30 +216,84 @@ void http_curl_free(struct http_curl *hc);
 int http_job_headers(struct aur_conn *c, struct http_job *j,
                      struct json_object *msg, struct aur_error *err);
 
-/* Append "name: <value>" with the mcp-wire.md §(e) value encoding: a
- * string as is or =?base64?...?=, an integer in decimal, a boolean as
- * true/false; null and non-primitive values add nothing.  AUR_E_LIMIT
- * when the line would be over HTTP_MAX_HEADER bytes. */
-#define HTTP_MAX_HEADER 8192
-int http_add_encoded(struct curl_slist **l, const char *name,
-                     struct json_object *v);
-
 /* Run j to its end: transfer, redirects, sink delivery.  No sink call
  * once the job is cancelled or the connection is closing. */
 void http_job_run(struct http_curl *hc, struct http_job *j);
 
 void http_job_free(struct http_job *j);
 
+/* ---- http_response.c ------------------------------------------------ */
+
+enum http_body { B_UNSET, B_JSON, B_SSE, B_ERR, B_DISCARD };
+
+/* One hop's transfer state. */
+struct http_xfer {
+    struct http_job *j;
+    struct aur_conn *c;
+    CURL *e;
+    long status;
+    enum http_body btype;
+    char *buf;
+    size_t len, cap, limit;
+    struct sse_parser sse;
+    bool got_response; /* the request's response reached the sink */
+    bool established;  /* listen: a notification arrived on the stream */
+    bool too_big;
+    bool done; /* we ended the body on purpose */
+    size_t body_off; /* request body bytes handed to curl */
+    int attempts;    /* connections this hop was about to use */
+    bool announced;  /* J_GET: its status went to get_state */
+    bool *sent;      /* the job's: a request may have left (every hop) */
+};
+
+/* The job was cancelled, or the connection is closing (takes c->mu). */
+bool http_job_stopped(struct http_job *j);
+
 /* on_closed at most once, and never once closing. */
 void http_report_closed(struct aur_conn *c, int code, const char *why);
+
+/* The request ends without a JSON-RPC response of its own (the message
+ * is logged; on_request_end for a request or listen job). */
+void http_end_request(struct http_xfer *x, int code,
+                      struct json_object *error, const char *fmt, ...)
+    AUR_PRINTF(4, 5);
+
+/* The hop's status and body type, from its response headers. */
+void http_xfer_classify(struct http_xfer *x);
+/* CURLOPT_WRITEFUNCTION; ud is the struct http_xfer. */
+size_t http_xfer_on_body(char *p, size_t sz, size_t n, void *ud);
+/* Raise the legacy GET stream's state (aur_conn.get_state), wake waiters. */
+void http_get_state(struct aur_conn *c, int state);
+/* After a complete hop that was not a redirect: the body's verdict. */
+void http_xfer_finish(struct http_xfer *x);
+/* After the exchange: what its end means for the connection. */
+void http_xfer_after(struct http_xfer *x);
+
+/* ---- http_headers.c ------------------------------------------------- */
+
+#define HTTP_MAX_HEADER 8192
+/* Append "name: v" (an empty v: curl's "name:", do not send curl's own
+ * header of that name).  AUR_E_LIMIT when the line would be over
+ * HTTP_MAX_HEADER bytes, AUR_E_NOMEM. */
+int http_add_hdr(struct curl_slist **l, const char *name, const char *v);
+
+/* Append "name: <value>" with the header value encoding: a
+ * string as is or =?base64?...?=, an integer in decimal, a boolean as
+ * true/false; null and non-primitive values add nothing.  AUR_E_LIMIT
+ * when the line would be over HTTP_MAX_HEADER bytes. */
+int http_add_encoded(struct curl_slist **l, const char *name,
+                     struct json_object *v);
+
+/* The string member k of o (borrowed), or NULL if absent or no string. */
+const char *http_str_member(struct json_object *o, const char *k);
 
 /* ---- http_xheader.c ------------------------------------------------ */
 
 struct xh_tool;  /* one tool's (header name, property path) pairs */
 struct xh_table; /* a listing's annotated tools, by name */
 
-/* Check schema (borrowed) against the x-mcp-header rules of mcp-wire.md
- * §(e).  AUR_OK with *out = the pairs (transfer; NULL when the tool has
+/* Check schema (borrowed) against the x-mcp-header rules (docs/
+ * protocol.md).  AUR_OK with *out = the pairs (transfer; NULL when the tool has
  * no annotation), or AUR_E_INVAL with the reason (names properties and
  * annotations, never values) in err.  Pure: no locks, no logs. */
 int http_xh_parse(const char *tool, struct json_object *schema,

@@ -1,7 +1,6 @@
 /*
  * http_plugin.c - transport-http: MCP Streamable HTTP over libcurl
- * (mcp-wire.md §(e), §(g) "Legacy Streamable HTTP"; aurora-semantics.md
- * §0.6, §3, §4.5).
+ * (docs/protocol.md, Framing; the [http] keys: docs/transports.md).
  *
  * ---- What reaches the sink for a request (the core relies on it) -----
  *
@@ -58,9 +57,10 @@
  *   max_queued       1024 (1 .. 65536): POSTs waiting for a worker; more
  *                    make send fail with AUR_E_LIMIT
  *
- * Endpoint keys: url (https, no userinfo/fragment), auth_env (a variable
- * NAME read with getenv at open; the token never appears in logs, errors
- * or status), ca_file (absolute; trusted IN ADDITION to the system bundle
+ * Endpoint keys ([http], http_config.c, plus the host's): url (https, no
+ * userinfo/fragment), auth_env (a variable NAME read with getenv at open;
+ * the token never appears in logs, errors or status), ca_file (relative
+ * to config_dir; trusted IN ADDITION to the system bundle
  * /etc/ssl/certs/ca-certificates.crt: both are concatenated once at open
  * and handed to curl as CURLOPT_CAINFO_BLOB), package, timeout_ms (the
  * connect bound and the fallback when a call has no deadline).
@@ -75,6 +75,8 @@
  */
 #define _GNU_SOURCE
 #include "http_int.h"
+
+#include "env_rule.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -125,10 +127,11 @@ static int http_init(const struct aur_host *host, struct aur_self *self,
     int64_t body, event, workers, queued;
     int rc;
 
-    if (!AUR_HAS(host, json_parse) || !host->log || !host->now_ms ||
-        !host->cfg_int || !host->cfg_str)
+    if (!AUR_HAS(host, json_parse) || !AUR_HAS(host, cfg_fail) ||
+        !AUR_HAS(host, cfg_path) || !host->log || !host->now_ms || !host->cfg_int || !host->cfg_str)
         return aur_fail(err, AUR_E_PLUGIN, 0,
-                        "transport-http needs a host with json_parse");
+                        "transport-http needs a host of ABI 1.4 "
+                        "(json_parse, cfg_fail)");
     if ((rc = cfg_range(host, cfg, "max_body_bytes", 16777216, 1024,
                         1073741824, &body, err)) != AUR_OK ||
         (rc = cfg_range(host, cfg, "max_event_bytes", 16777216, 1024,
@@ -346,18 +349,6 @@ static int slurp(const char *path, char **buf, size_t *len)
     return rc;
 }
 
-static bool env_name_ok(const char *s)
-{
-    if (!s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-                *s == '_'))
-        return false;
-    for (s++; *s; s++)
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-              (*s >= '0' && *s <= '9') || *s == '_'))
-            return false;
-    return true;
-}
-
 static void conn_free(struct aur_conn *c)
 {
     if (c->auth_header) {
@@ -382,7 +373,7 @@ static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
     const struct aur_host *h = c->st->host;
     const char *url = h->cfg_str(ep, "url", NULL);
     const char *auth = h->cfg_str(ep, "auth_env", NULL);
-    const char *ca = h->cfg_str(ep, "ca_file", NULL);
+    char *ca = NULL;
     struct aur_error uerr;
     int rc;
 
@@ -395,7 +386,7 @@ static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
         c->timeout_ms = 1;
     if (auth) {
         const char *tok;
-        if (!env_name_ok(auth))
+        if (!aur__valid_env_name(auth))
             return aur_fail(err, AUR_E_CONFIG, 0,
                             "[http] auth_env is not a variable name");
         tok = getenv(auth);
@@ -411,15 +402,15 @@ static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
             return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
         }
     }
-    if (ca) {
+    if (h->cfg_str(ep, "ca_file", NULL)) {
         int e;
-        if (ca[0] != '/')
-            return aur_fail(err, AUR_E_CONFIG, 0,
-                            "[http] ca_file must be an absolute path");
+        if (!(ca = h->cfg_path(ep, "ca_file", SIZE_MAX, 0, err)))
+            return err->code;
         /* CAINFO_BLOB replaces curl's default bundle: keep the system
          * trust store and add ca_file to it. */
         (void)slurp(SYSTEM_BUNDLE, &c->ca_blob, &c->ca_len);
         e = slurp(ca, &c->ca_blob, &c->ca_len);
+        free(ca);
         if (e)
             return aur_fail(err, AUR_E_CONFIG, e,
                             "[http] ca_file cannot be read: %s",
@@ -607,7 +598,7 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
         /* The legacy handshake ends with this notification; a server may
          * refuse (or misorder) requests that overtake it on another
          * connection, so it completes before anything later starts
-         * (mcp-wire.md §g: "expect 202", then operate). */
+         * (docs/protocol.md, the legacy handshake). */
         j->barrier = strcmp(j->method, "notifications/initialized") == 0;
     }
     rc = j->kind == J_LISTEN ? start_stream_locked(c, j, err)
@@ -629,7 +620,7 @@ fail:
     return rc;
 }
 
-/* Caller holds c->mu: the legacy standalone GET stream (§g). */
+/* Caller holds c->mu: the legacy standalone GET stream. */
 static void start_get_locked(struct aur_conn *c)
 {
     struct http_job *j = calloc(1, sizeof *j);
@@ -758,7 +749,7 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
     c->queue_tail = prev;
     abort_in(c->running, id);
     abort_in(c->streams, id);
-    /* Legacy HTTP: a dropped connection is not a cancellation (§g). */
+    /* Legacy HTTP: a dropped connection is not a cancellation. */
     if (c->proto_set && !c->modern && !c->closing && !c->reported) {
         struct json_object *m = json_object_new_object(), *p;
         struct http_job *n = calloc(1, sizeof *n);
@@ -798,6 +789,15 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
     }
 }
 
+/* [transport-http] in host.ini (see the top of this file). */
+static const struct aur_cfg_key http_settings[] = {
+    {"max_body_bytes", 0, 0},
+    {"max_event_bytes", 0, 0},
+    {"max_concurrent", 0, 0},
+    {"max_queued", 0, 0},
+    {NULL, 0, 0},
+};
+
 static const struct aur_transport_ops OPS = {
     .struct_size = sizeof(struct aur_transport_ops),
     .caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_SESSION,
@@ -807,14 +807,22 @@ static const struct aur_transport_ops OPS = {
     .set_protocol = http_set_protocol,
     .cancel = http_cancel,
     .listen = http_listen,
+    .words = http_words,
+    .section = "http",
+    .keys = http_keys,
+    .check = http_check,
+    .preflight = http_preflight,
 };
 
 static const struct aur_plugin_desc DESC = {
-    AUR_DESC_HEADER(AUR_KIND_TRANSPORT),
+    /* 1.4: the host checks [http] through http_check and hands
+     * config_dir for ca_file. */
+    AUR_DESC_HEADER_MIN(AUR_KIND_TRANSPORT, 4),
     .name = "transport-http",
     .version = "0.1.0",
     .summary = "MCP Streamable HTTP over libcurl (https only)",
     .init = http_init,
+    .settings = http_settings,
     .fini = http_fini,
     .ops = &OPS,
 };

@@ -1,6 +1,6 @@
 /*
- * http_sse.c - text/event-stream parser (WHATWG rules, mcp-wire.md §(e)
- * "SSE format and parsing").
+ * http_sse.c - text/event-stream parser (WHATWG rules; docs/protocol.md,
+ * Framing).
  *
  * Pure: bytes in, events out through a callback; no I/O, no threads, no
  * host.  Line ends are CRLF, LF or a lone CR, and may be split across

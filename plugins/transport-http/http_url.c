@@ -1,6 +1,6 @@
 /*
  * http_url.c - URL rules for the configured url and every redirect hop
- * (aurora-semantics.md §0.6 and §3), origins, and header value encoding.
+ * (docs/transports.md, [http]), origins, and header value encoding.
  *
  * Parsing uses libcurl's URL API (CURLU) so that what we check is exactly
  * what curl will connect to.  A URL is accepted iff its scheme is https
@@ -15,10 +15,12 @@
 #define _GNU_SOURCE
 #include "http_int.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 bool http_visible_ascii(const char *s)
 {
@@ -255,4 +257,99 @@ char *http_header_value(const char *v, size_t len)
         o[len] = '\0';
     }
     return o;
+}
+
+/*
+ * The written form a configured url must have, checked when the host is
+ * created (http_check): stricter than what curl accepts (ASCII host
+ * characters, no empty port, percent-escapes well formed), so that what a
+ * person wrote is what is connected to.  fuzz_url holds the two together:
+ * whatever this accepts, http_url_check accepts with the origin the text
+ * names.
+ */
+static bool hexdig(int c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+           (c >= 'A' && c <= 'F');
+}
+
+static bool host_char(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+}
+
+/* RFC 3986 pchar plus '/' and '?', with '%' checked by the caller. */
+static bool path_char(int c)
+{
+    return host_char(c) || c == '~' || (c && strchr("!$&'()*+,;=:@/?", c));
+}
+
+const char *http_url_problem(const char *url)
+{
+    const char *p, *auth, *aend, *host_end;
+
+    for (p = url; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            return "must not contain blanks, control or non-ASCII "
+                   "characters";
+    if (strncasecmp(url, "https://", 8) != 0)
+        return "must be an https:// URL";
+    if (strchr(url, '#'))
+        return "must not contain a fragment (#...)";
+    auth = url + 8;
+    aend = auth + strcspn(auth, "/?");
+    if (memchr(auth, '@', (size_t)(aend - auth)))
+        return "must not contain userinfo (user@ or user:password@)";
+    if (*auth == '[') {
+        host_end = memchr(auth, ']', (size_t)(aend - auth));
+        if (!host_end || host_end == auth + 1)
+            return "has a malformed IPv6 host";
+        for (p = auth + 1; p < host_end; p++)
+            if (!hexdig((unsigned char)*p) && *p != ':' && *p != '.')
+                return "has a malformed IPv6 host";
+        {
+            /* The literal itself must parse, as curl will insist later. */
+            char lit[64];
+            struct in6_addr a6;
+            size_t ln = (size_t)(host_end - auth - 1);
+            if (ln >= sizeof lit)
+                return "has a malformed IPv6 host";
+            memcpy(lit, auth + 1, ln);
+            lit[ln] = '\0';
+            if (inet_pton(AF_INET6, lit, &a6) != 1)
+                return "has a malformed IPv6 host";
+        }
+        host_end++;
+    } else {
+        for (host_end = auth; host_end < aend && *host_end != ':'; host_end++)
+            if (!host_char((unsigned char)*host_end))
+                return "has a bad character in the host";
+        if (host_end == auth)
+            return "has no host";
+        if (host_end - auth > 253) /* the DNS limit */
+            return "has a host name longer than 253 characters";
+    }
+    if (host_end < aend) {
+        long port = 0;
+        if (*host_end != ':' || host_end + 1 == aend || aend - host_end > 6)
+            return "has a bad port";
+        for (p = host_end + 1; p < aend; p++) {
+            if (*p < '0' || *p > '9')
+                return "has a bad port";
+            port = port * 10 + (*p - '0');
+        }
+        if (port < 1 || port > 65535)
+            return "has a bad port";
+    }
+    for (p = aend; *p; p++) {
+        if (*p == '%') {
+            if (!hexdig((unsigned char)p[1]) || !hexdig((unsigned char)p[2]))
+                return "has a bad percent-escape";
+            p += 2;
+        } else if (!path_char((unsigned char)*p)) {
+            return "has a character that must be percent-encoded";
+        }
+    }
+    return NULL;
 }

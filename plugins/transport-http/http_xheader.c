@@ -1,6 +1,6 @@
 /*
- * http_xheader.c - `x-mcp-header` tool annotations (SEP-2243, mcp-wire.md
- * §(e)), modern era over HTTP only.
+ * http_xheader.c - `x-mcp-header` tool annotations (SEP-2243; docs/
+ * protocol.md, "HTTP request headers"), modern era over HTTP only.
  *
  * A modern tools/list result passes through http_xh_on_list before it
  * reaches the sink: every tool whose annotations break a rule is removed

@@ -10,6 +10,7 @@
  *                   signals
  *   stdio_io.c      the per-child I/O thread (framing, stderr, exit
  *                   watch, on_closed) and the stdin writer
+ *   stdio_ids.c     the ids of the requests awaiting a reply
  *
  * The host's direct child is not the App but its supervisor (see
  * stdio_contain.c): pid below is the supervisor's, whose exit status
@@ -36,6 +37,22 @@
 #include <sys/types.h>
 
 /* Settings from the [transport-stdio] section; read-only after init. */
+/* The [stdio] section of an App file (stdio_config.c, ABI 1.4). */
+extern const char *const stdio_words[];
+extern const struct aur_cfg_key stdio_keys[];
+int stdio_check(void *state, const struct aur_cfg *ep, int active,
+                struct aur_error *err);
+void stdio_preflight(void *state, const struct aur_cfg *ep,
+                     void (*report)(void *ctx, const char *check,
+                                    const char *problem),
+                     void *ctx);
+/* The command (a path read against config_dir, or a bare name) and the
+ * working directory resolved inside config_dir, both malloc'd (*cwd NULL
+ * when there is none).  AUR_OK, or err (AUR_E_CONFIG naming the line,
+ * AUR_E_NOMEM); free what was set either way. */
+int stdio_paths(const struct aur_host *h, const struct aur_cfg *ep,
+                char **command, char **cwd, struct aur_error *err);
+
 struct stdio_state {
     const struct aur_host *host;
     struct aur_self *self;
@@ -292,7 +309,7 @@ void stdio_log_held_back(struct stdio_child *ch);
  * forth; it checks again each time. */
 #define STDIO_PARK_MS 2
 
-/* ---- stdio_assist.c ------------------------------------------------ */
+/* ---- stdio_ids.c --------------------------------------------------- */
 
 /* The integer id of a request as the core writes it ({"jsonrpc":"2.0",
  * "id":N,"method":...), and whether it is a tools/call. */
@@ -307,6 +324,8 @@ void stdio_ids_remove(struct stdio_child *ch, int64_t id);
  * forget its id.  Take mu. */
 void stdio_response_seen(void *arg, int64_t id);
 void stdio_note_response(struct stdio_child *ch, struct json_object *msg);
+
+/* ---- stdio_assist.c ------------------------------------------------ */
 
 /* After a successful stdio_child_write of buf, without the write token:
  * if buf is a tools/call and the only request waiting for a reply, read

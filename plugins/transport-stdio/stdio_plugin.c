@@ -1,6 +1,6 @@
 /*
  * stdio_plugin.c - transport-stdio: JSON-RPC over a child's stdin/stdout
- * (mcp-wire.md §f, aurora-semantics.md §4.4).
+ * (docs/protocol.md, Framing; the environment: docs/containment.md).
  *
  * Plugin settings, [transport-stdio] in host.ini (all optional):
  *   max_line_bytes     default 16777216 (1024 .. 1073741824).  A stdout
@@ -16,11 +16,12 @@
  *                      everything it starts are kept within its
  *                      connection and the host (stdio_contain.c).
  *
- * Endpoint keys (the App's [stdio] section plus the core's keys):
- *   command (required; PATH lookup with the host's PATH, as execvp),
- *   arg (repeatable), working_dir (absolute), env (repeatable variable
- *   names the child may inherit), package (tags log lines).  timeout_ms is
- *   not used: every call carries its own deadline.
+ * Endpoint keys (the App's [stdio] section, stdio_config.c, plus the
+ *   host's): command (required; PATH lookup with the host's PATH, as
+ *   execvp, or a path read against config_dir), arg (repeatable),
+ *   working_dir (relative to config_dir), env (repeatable variable names
+ *   the child may inherit), package (tags log lines).  timeout_ms is not
+ *   used: every call carries its own deadline.
  *
  * The child gets HOME LOGNAME PATH SHELL TERM USER (when set and not
  * starting with "()") plus the whitelisted names that are set; it runs in
@@ -74,11 +75,14 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
     int64_t max_line, err_line, grace;
     int rc;
 
-    if (!AUR_HAS(host, json_parse) || !host->log || !host->now_ms ||
+    if (!AUR_HAS(host, json_parse) || !AUR_HAS(host, cfg_fail) ||
+        !AUR_HAS(host, cfg_line) || !AUR_HAS(host, cfg_path) ||
+        !host->log || !host->now_ms ||
         !host->cfg_int || !host->cfg_str || !host->cfg_count ||
         !host->cfg_str_at)
         return aur_fail(err, AUR_E_PLUGIN, 0,
-                        "transport-stdio needs a host with json_parse");
+                        "transport-stdio needs a host of ABI 1.4 "
+                        "(json_parse, cfg_fail)");
     rc = cfg_range(host, cfg, "max_line_bytes", 16777216, 1024,
                    1073741824, &max_line, err);
     if (rc == AUR_OK)
@@ -138,41 +142,35 @@ static void conn_free(struct aur_conn *c)
     free(c);
 }
 
-static bool env_name_ok(const char *s)
-{
-    return s && *s && !strchr(s, '=');
-}
-
-/* argv, environment whitelist and working_dir from the endpoint. */
+/* argv, environment whitelist and working_dir from the endpoint (its
+ * values were checked when the host was created: stdio_check). */
 static int conn_parse(struct aur_conn *c, const struct aur_cfg *ep,
                       struct aur_error *err)
 {
     const struct aur_host *h = c->st->host;
-    const char *cmd = h->cfg_str(ep, "command", NULL);
-    const char *cwd = h->cfg_str(ep, "working_dir", NULL);
     size_t na = h->cfg_count(ep, "arg"), ne = h->cfg_count(ep, "env");
     struct stat sb;
+    int rc;
 
     c->package = strdup(h->cfg_str(ep, "package", "stdio-app"));
     if (!c->package)
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
-    if (!cmd || !*cmd)
+    rc = stdio_paths(h, ep, &c->command, &c->cwd, err);
+    if (rc != AUR_OK)
+        return rc;
+    if (!*c->command)
         return aur_fail(err, AUR_E_CONFIG, 0, "%s: [stdio] command is "
                         "missing", c->package);
-    if (cwd && cwd[0] != '/')
-        return aur_fail(err, AUR_E_CONFIG, 0, "%s: working_dir must be "
-                        "absolute", c->package);
-    if (cwd && (stat(cwd, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+    /* Checked at creation; it may have gone since. */
+    if (c->cwd && (stat(c->cwd, &sb) != 0 || !S_ISDIR(sb.st_mode)))
         return aur_fail(err, AUR_E_SPAWN, errno, "%s: cannot start '%s': "
                         "working_dir '%s' is not a directory", c->package,
-                        cmd, cwd);
-    c->command = strdup(cmd);
-    c->cwd = cwd ? strdup(cwd) : NULL;
+                        c->command, c->cwd);
     c->argv = calloc(na + 2, sizeof *c->argv);
     c->env_names = calloc(ne + 1, sizeof *c->env_names);
-    if (!c->command || (cwd && !c->cwd) || !c->argv || !c->env_names)
+    if (!c->argv || !c->env_names)
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
-    if (!(c->argv[0] = strdup(cmd)))
+    if (!(c->argv[0] = strdup(c->command)))
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     for (size_t i = 0; i < na; i++) {
         const char *a = h->cfg_str_at(ep, "arg", i);
@@ -182,9 +180,6 @@ static int conn_parse(struct aur_conn *c, const struct aur_cfg *ep,
     for (size_t i = 0; i < ne; i++) {
         const char *n = h->cfg_str_at(ep, "env", i);
         bool dup = false;
-        if (!env_name_ok(n))
-            return aur_fail(err, AUR_E_CONFIG, 0, "%s: [stdio] env: not a "
-                            "variable name", c->package);
         for (size_t j = 0; j < c->n_env && !dup; j++)
             dup = strcmp(c->env_names[j], n) == 0;
         if (dup)
@@ -232,7 +227,8 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
                   c->package, c->command, (int)c->child->pid);
     *out = c;
     if (out_caps)
-        *out_caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS;
+        *out_caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS |
+                    AUR_TCAP_STREAM;
     (void)dl; /* spawning does not block */
     return AUR_OK;
 }
@@ -356,14 +352,28 @@ static int stdio_reopen(struct aur_conn *c, aur_deadline dl,
 /* Descriptor                                                         */
 /* ------------------------------------------------------------------ */
 
+/* [transport-stdio] in host.ini (see the top of this file). */
+static const struct aur_cfg_key stdio_settings[] = {
+    {"max_line_bytes", 0, 0},
+    {"stderr_line_bytes", 0, 0},
+    {"term_grace_ms", 0, 0},
+    {"containment", 0, 0},
+    {NULL, 0, 0},
+};
+
 static const struct aur_transport_ops stdio_ops = {
     .struct_size = sizeof stdio_ops,
-    .caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS,
+    .caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_CHILD_PROCESS | AUR_TCAP_STREAM,
     .open = stdio_open,
     .send = stdio_send,
     .close = stdio_close,
     .reopen = stdio_reopen,
     .send_text = stdio_send_text,
+    .words = stdio_words,
+    .section = "stdio",
+    .keys = stdio_keys,
+    .check = stdio_check,
+    .preflight = stdio_preflight,
 };
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);
@@ -371,14 +381,17 @@ AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
 {
     static const struct aur_plugin_desc desc = {
-        AUR_DESC_HEADER(AUR_KIND_TRANSPORT),
+        /* 1.4: the host hands config_dir and checks [stdio] through
+         * stdio_check; an older host would pass paths unresolved. */
+        AUR_DESC_HEADER_MIN(AUR_KIND_TRANSPORT, 4),
         .name = "transport-stdio",
         .version = "0.1.0",
         .summary = "JSON-RPC over a child process's stdin/stdout",
         .init = stdio_init,
+        .settings = stdio_settings,
         .fini = stdio_fini,
         .ops = &stdio_ops,
     };
-    (void)host_abi; /* 1.0 is all this plugin speaks */
+    (void)host_abi; /* the loader refuses a host older than 1.4 */
     return &desc;
 }

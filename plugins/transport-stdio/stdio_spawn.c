@@ -2,7 +2,7 @@
  * stdio_spawn.c - the child process: environment, spawn, termination.
  *
  * The child runs in its own process group with only its three pipes open
- * and the environment of aurora-semantics.md §4.4 (safe base plus the
+ * and the environment of docs/containment.md (safe base plus the
  * App's whitelist, nothing else).  stdio_exec.c does the fork and exec;
  * the App runs under a supervisor of its own (stdio_contain.c) that makes
  * it, and everything it starts, die with the connection and the host.

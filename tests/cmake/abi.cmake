@@ -1,14 +1,16 @@
 # The plugin loader (core/engine/loader.c) against real fixture plugins.
 #
 # The loader is built on its own, not from the aur_engine object library,
-# so this suite depends only on loader.c, json-c and libdl.
+# so this suite depends only on loader.c, the config module (a plugin's
+# settings are checked against its host.ini section), json-c and libdl.
 set(AUR_ABI_FIXTURE_SRC ${CMAKE_CURRENT_LIST_DIR}/../fixtures/plugins)
 set(AUR_ABI_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixture-plugins)
 
 add_library(aur_loader_test STATIC ${CMAKE_SOURCE_DIR}/core/engine/loader.c)
 target_include_directories(aur_loader_test PUBLIC ${CMAKE_SOURCE_DIR}/core
                            ${CMAKE_SOURCE_DIR}/core/include)
-target_link_libraries(aur_loader_test PUBLIC PkgConfig::JSONC ${CMAKE_DL_LIBS})
+target_link_libraries(aur_loader_test PUBLIC aur_config aur_names
+                      PkgConfig::JSONC ${CMAKE_DL_LIBS})
 
 # One fixture per file: the file name is the target and .so name.
 set(AUR_ABI_FIXTURES
@@ -28,6 +30,10 @@ endforeach()
 aur_add_plugin(fx-init-fails FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
                SOURCES ${AUR_ABI_FIXTURE_SRC}/init_fails.c)
 list(APPEND AUR_ABI_FIXTURE_TARGETS fx-init-fails)
+# Loaded by cli_test beside transport-stdio (two transports, one word).
+aur_add_plugin(fx-word-thief FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
+               SOURCES ${AUR_ABI_FIXTURE_SRC}/fx-word-thief.c)
+list(APPEND AUR_ABI_FIXTURE_TARGETS fx-word-thief)
 foreach(f fx-init-records-a fx-init-records-b)
   aur_add_plugin(${f} FIXTURE OUTPUT_DIR ${AUR_ABI_FIXTURE_DIR}
                  SOURCES ${AUR_ABI_FIXTURE_SRC}/init_records.c)

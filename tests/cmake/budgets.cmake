@@ -1,7 +1,7 @@
 # The per-App budgets (issue 8 item 2): notification rate, schema and
 # description sizes, result size, and their config keys, through the
-# embedding API against the fixture server.  aur_test_support comes from
-# engine.cmake, included after this file (CMake resolves the name later).
+# embedding API against the fixture server.  aur_test_support (and
+# aur_test_support_internal) come from engine.cmake, included after this file (CMake resolves the name later).
 if(TARGET aurora-mcp)
   aur_add_check(check_budgets SOURCES check_budgets.c
                 LIBS aurora-mcp aur_test_support
@@ -15,8 +15,9 @@ endif()
 # notification flood behind a busy dispatcher and big cursors, the log a
 # stderr flood becomes, and max_app_memory_bytes (docs/budgets.md).
 if(TARGET aurora-mcp)
+  # Also the parser's and the log's internals: the static core.
   aur_add_check(check_memory SOURCES check_memory.c
-                LIBS aurora-mcp aur_test_support
+                LIBS aurora-mcp-internal aur_test_support_internal
                 DEPENDS transport-stdio aur-fixture-server
                 TIMEOUT 900)
 endif()

@@ -1,18 +1,30 @@
 # Integration suites: the real host (libaurora-mcp) against real child
 # processes.  They need the stdio transport and the fixture server built.
+#
+# A suite that uses only the embedding API (aur_host.h) links the shared
+# library, which exports nothing else; one that also calls internal aur__*
+# functions links aurora-mcp-internal (the same objects, static) instead,
+# and aur_test_support_internal with it: never both cores in one binary.
 if(TARGET aurora-mcp)
-  add_library(aur_test_support STATIC ${CMAKE_SOURCE_DIR}/tests/support/harness.c)
-  target_include_directories(aur_test_support PRIVATE ${CMAKE_SOURCE_DIR}/tests)
-  target_link_libraries(aur_test_support PUBLIC aurora-mcp PkgConfig::CHECK
-                        PkgConfig::JSONC)
-  target_compile_definitions(aur_test_support PRIVATE
-    AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
+  foreach(core aurora-mcp aurora-mcp-internal)
+    if(core STREQUAL "aurora-mcp")
+      set(lib aur_test_support)
+    else()
+      set(lib aur_test_support_internal)
+    endif()
+    add_library(${lib} STATIC ${CMAKE_SOURCE_DIR}/tests/support/harness.c)
+    target_include_directories(${lib} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+    target_link_libraries(${lib} PUBLIC ${core} PkgConfig::CHECK
+                          PkgConfig::JSONC)
+    target_compile_definitions(${lib} PRIVATE
+      AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
+  endforeach()
   foreach(suite check_startup check_calls check_peers check_truth)
     aur_add_check(${suite} SOURCES ${suite}.c LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()
-  aur_add_check(check_call_reply SOURCES check_call_reply.c LIBS aurora-mcp
-                TIMEOUT 60)
+  aur_add_check(check_call_reply SOURCES check_call_reply.c
+                LIBS aurora-mcp-internal TIMEOUT 60)
 endif()
 
 # The SDK peers' own self-test (raw JSON lines against both SDK servers).

@@ -21,17 +21,30 @@ function(aur_add_fuzz_replay name)
 endfunction()
 
 aur_add_fuzz_replay(fuzz_names SOURCE fuzz_names.c CORPUS names LIBS aur_names)
+# The transports' App-file rules are compiled in (fuzz_transports.c).
+set(AUR_FUZZ_TRANSPORT_RULES ${CMAKE_SOURCE_DIR}/fuzz/fuzz_transports.c
+    ${CMAKE_SOURCE_DIR}/fuzz/fuzz_transports_http.c
+    ${CMAKE_SOURCE_DIR}/plugins/transport-stdio/stdio_config.c
+    ${CMAKE_SOURCE_DIR}/plugins/transport-http/http_config.c
+    ${CMAKE_SOURCE_DIR}/plugins/transport-http/http_url.c)
+set(AUR_FUZZ_TRANSPORT_INC ${CMAKE_SOURCE_DIR}/plugins/transport-stdio
+    ${CMAKE_SOURCE_DIR}/plugins/transport-http ${CMAKE_SOURCE_DIR}/lib/aurx)
 aur_add_fuzz_replay(fuzz_config SOURCE fuzz_config.c CORPUS config
-                    LIBS aur_config aur_names)
+                    EXTRA ${AUR_FUZZ_TRANSPORT_RULES}
+                    INCLUDES ${AUR_FUZZ_TRANSPORT_INC}
+                    LIBS aur_config aur_names PkgConfig::CURL)
 aur_add_fuzz_replay(fuzz_config_split SOURCE fuzz_config.c CORPUS config_split
-                    DEFINES FUZZ_CONFIG_SPLIT LIBS aur_config aur_names)
-# rpc.c needs the clock and the log besides the JSON parser; the shared
-# library has them all.
-if(TARGET aurora-mcp)
+                    DEFINES FUZZ_CONFIG_SPLIT EXTRA ${AUR_FUZZ_TRANSPORT_RULES}
+                    INCLUDES ${AUR_FUZZ_TRANSPORT_INC}
+                    LIBS aur_config aur_names PkgConfig::CURL)
+# rpc.c needs the clock and the log besides the JSON parser; the static
+# core has them all (internal aur__* functions: not the shared library,
+# which exports only aur_host.h).
+if(TARGET aurora-mcp-internal)
   aur_add_fuzz_replay(fuzz_rpc_frames SOURCE fuzz_rpc_frames.c CORPUS rpc_frames
-                      LIBS aurora-mcp)
+                      LIBS aurora-mcp-internal)
   aur_add_fuzz_replay(fuzz_call_reply SOURCE fuzz_call_reply.c CORPUS call_reply
-                      LIBS aurora-mcp)
+                      LIBS aurora-mcp-internal)
 endif()
 if(TARGET fuzz_rpc_frames_replay)
   # The same corpus without the harness's drain: close while server
@@ -53,8 +66,7 @@ aur_add_fuzz_replay(fuzz_sse SOURCE fuzz_sse.c CORPUS sse
                     INCLUDES ${AUR_FUZZ_HTTP} LIBS PkgConfig::CURL)
 aur_add_fuzz_replay(fuzz_url SOURCE fuzz_url.c CORPUS url
                     EXTRA ${AUR_FUZZ_HTTP}/http_url.c
-                    INCLUDES ${AUR_FUZZ_HTTP}
-                    LIBS aur_config aur_names PkgConfig::CURL)
+                    INCLUDES ${AUR_FUZZ_HTTP} LIBS PkgConfig::CURL)
 aur_add_fuzz_replay(fuzz_scope SOURCE fuzz_scope.c CORPUS scope
                     EXTRA ${AUR_FUZZ_TC}/tc_scope.c ${AUR_FUZZ_TC}/tc_plugin.c
                     INCLUDES ${AUR_FUZZ_TC} LIBS aur_jsonx)

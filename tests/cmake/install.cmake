@@ -6,5 +6,7 @@ if(TARGET aurora-mcp-cli AND TARGET aurora-mcp-demo-server
   add_test(NAME install_test
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install_test.sh
                    ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
-  set_tests_properties(install_test PROPERTIES TIMEOUT 300)
+  # unix_transport_test installs the same tree: one at a time.
+  set_tests_properties(install_test PROPERTIES TIMEOUT 300
+                       RESOURCE_LOCK build_tree_install)
 endif()

@@ -6,6 +6,7 @@ aur_add_check(check_transport_stdio
               SOURCES check_transport_stdio.c check_transport_stdio_spawn.c
                       fixtures/stdio_host.c
                       support/plugin_host.c
+          ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c
               LIBS ${CMAKE_DL_LIBS}
               DEPENDS transport-stdio stdio_child TIMEOUT 120)
 target_compile_definitions(check_transport_stdio PRIVATE

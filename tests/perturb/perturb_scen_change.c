@@ -11,7 +11,8 @@
  * acknowledgement) and whether one lands in the same write as the last
  * page of the listing.
  *
- * Invariant (aurora-semantics §0.8; the server's log is the truth):
+ * Invariant (README, "A change during startup"; the server's log is the
+ * truth):
  *  - if startup succeeds, the frozen tools are exactly the server's LAST
  *    generation (a stale catalog is never frozen);
  *    or, for a change announced after the last page of the final pass

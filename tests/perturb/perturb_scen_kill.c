@@ -10,8 +10,8 @@
  * the server logs how many bytes of the request it read and how much of
  * the reply it wrote (its log is the truth).
  *
- * Invariant (§7.2): the call's outcome is `failed` only if the server
- * read zero bytes of that request, `succeeded` only if the full reply was
+ * Invariant (docs/protocol.md, Calls): the call's outcome is `failed`
+ * only if the server read zero bytes of that request, `succeeded` only if the full reply was
  * written (anything else is `unknown`); the call returns within its
  * timeout; no crash, no hang, no App process left behind.  Startup itself
  * may fail only when the server died right after the listing ("early").

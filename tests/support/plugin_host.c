@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "plugin_host.h"
 
+#include "path_rule.h"
+
 #include <check.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -86,6 +88,59 @@ static int t_cfg_bool(const struct aur_cfg *c, const char *key, int dflt,
     else
         return aur_fail(err, AUR_E_CONFIG, 0, "%s: not a boolean", key);
     return AUR_OK;
+}
+
+/* "<key>[#i]: <what>": the test config has no file or lines. */
+static int t_cfg_fail(const struct aur_cfg *c, const char *key, size_t i,
+                      struct aur_error *err, const char *fmt, ...)
+{
+    char what[200];
+    va_list ap;
+
+    (void)c;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return aur_fail(err, AUR_E_CONFIG, 0, "%s#%zu: %s", key ? key : "",
+                    i == SIZE_MAX ? 0 : i, what);
+}
+
+static int t_cfg_line(const struct aur_cfg *c, const char *key, size_t i)
+{
+    (void)c, (void)key;
+    return i == SIZE_MAX ? 0 : (int)i + 1;
+}
+
+/* The host's rule (lib/aurx/path_rule.c) over the test's sections. */
+static char *t_cfg_path(const struct aur_cfg *c, const char *key, size_t i,
+                        unsigned flags, struct aur_error *err)
+{
+    const char *dir = t_cfg_str(c, "config_dir", NULL);
+    const char *v = i == SIZE_MAX ? t_cfg_str(c, key, NULL)
+                                  : t_cfg_str_at(c, key, i);
+    const char *why = NULL;
+    char *rel, *out = NULL;
+
+    if (!v) {
+        aur_fail(err, AUR_E_INVAL, 0, "%s: no such value", key);
+        return NULL;
+    }
+    if (!dir) {
+        if (v[0] != '/')
+            t_cfg_fail(c, key, i, err, "must be an absolute path");
+        return v[0] == '/' ? strdup(v) : NULL;
+    }
+    rel = strdup(v);
+    if (!(why = aur__rel_path_problem(rel))) {
+        if (flags & AUR_PATH_CONFINED)
+            aur__resolve_under(dir, rel, &out, &why);
+        else
+            out = aur__path_join(dir, rel);
+    }
+    free(rel);
+    if (!out)
+        t_cfg_fail(c, key, i, err, "%s", why ? why : "out of memory");
+    return out;
 }
 
 int64_t t_now(void)
@@ -249,6 +304,9 @@ const struct aur_host H = {
     .world_write = t_world_write,
     .json_parse = t_json_parse,
     .json_integer_text = t_json_integer_text,
+    .cfg_fail = t_cfg_fail,
+    .cfg_line = t_cfg_line,
+    .cfg_path = t_cfg_path,
 };
 
 /* ------------------------------------------------------------------ */

@@ -25,6 +25,12 @@
 extern "C" {
 #endif
 
+/* Everything declared here is the library's API: exported even when the
+ * library is built with hidden visibility (its internals are). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define AUR_VERSION_STRING "0.1.0"
 
 struct aur_mcp; /* opaque host */
@@ -42,7 +48,8 @@ const char *aur_call_status_word(enum aur_call_status s);
  * The result of one call, owned by the caller: release it with
  * aur_tool_output_clear.  content (malloc'd) is never empty.
  * observe[0..n_observe) and publish[0..n_publish) are the scopes resolved
- * for this call (aurora-semantics §6); both NULL when resolution failed.
+ * for this call (docs/protocol.md, Names and scopes); both NULL when
+ * resolution failed.
  * They are read-only and valid until aur_tool_output_clear, and never
  * longer than the host: when nothing resolves them per call they are the
  * frozen registry's own strings, so a call copies none of them.
@@ -228,6 +235,10 @@ struct json_object *aur_plugin_info(const char *path, struct aur_error *err);
  * reaches tools.  *out (transfer) only on AUR_OK. */
 int aur_json_parse(const char *buf, size_t len, struct json_object **out,
                    struct aur_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

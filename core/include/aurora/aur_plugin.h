@@ -13,6 +13,9 @@
  *   1.2  2026-12-02  aur_sink.on_text.
  *   1.3  2026-12-03  AUR_E_NOT_SENT, aur_sink.on_request_end,
  *                    aur_transport_ops.listen.
+ *   1.4  2026-12-03  aur_transport_ops.words/section/keys/check/preflight,
+ *                    aur_host.cfg_fail/cfg_line/cfg_path, AUR_TCAP_STREAM,
+ *                    aur_plugin_desc.settings.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -23,6 +26,11 @@
  *   borrowed   valid for the duration of the call; keep with json_object_get
  *   (transfer) the callee owns the reference afterwards
  *   writable   borrowed, and the callee may edit it in place
+ *
+ * A plugin states the oldest host it works with in its descriptor's
+ * abi_version (AUR_DESC_HEADER_MIN): a host older than that refuses it,
+ * any newer host of the same major loads it.  A plugin that uses a
+ * later host service tests host->abi_version (or AUR_HAS) first.
  */
 #ifndef AURORA_AUR_PLUGIN_H
 #define AURORA_AUR_PLUGIN_H
@@ -39,7 +47,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 3
+#define AUR_ABI_MINOR 4
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -191,6 +199,15 @@ enum aur_log_level {
 struct aur_self; /* opaque: one per plugin instance, tags logs and writes */
 struct aur_cfg;  /* opaque: one frozen ini section (repeated keys kept) */
 
+/* One key a section allows (ABI 1.4: a transport's App section,
+ * aur_transport_ops.keys; a plugin's host.ini section,
+ * aur_plugin_desc.settings). */
+struct aur_cfg_key {
+    const char *key;
+    int required; /* must be present */
+    int repeat;   /* may appear more than once (values kept in order) */
+};
+
 /*
  * A world commit as a plugin proposes it.  All strings borrowed.
  * scopes: n_scopes non-blank strings (a set; duplicates collapse).
@@ -273,7 +290,39 @@ struct aur_host {
     int (*world_write_batch)(struct aur_self *self,
                              const struct aur_commit *const *v, size_t n,
                              int *results, struct aur_error *err);
+
+    /* --- ABI 1.4 --- */
+
+    /* Fill err with AUR_E_CONFIG and "<file>:<line>: <key>: <what>"
+     * pointing at the i-th value (0-based) of key in cfg; i = SIZE_MAX
+     * means the last one; a key that is absent (or NULL) points at the
+     * section.  Returns AUR_E_CONFIG.  For a transport's check hook, so
+     * its errors name the place the way the host's own do. */
+    int (*cfg_fail)(const struct aur_cfg *cfg, const char *key, size_t i,
+                    struct aur_error *err, const char *fmt, ...)
+        AUR_PRINTF(5, 6);
+    /* The line of the i-th value of key (SIZE_MAX: the last), 0 when
+     * there is none. */
+    int (*cfg_line)(const struct aur_cfg *cfg, const char *key, size_t i);
+    /*
+     * The i-th value of key (SIZE_MAX: the last) as a path, by the one
+     * rule for paths in an App file: relative to the config directory
+     * (the section's "config_dir"), never absolute, no drive letter, no
+     * ".." segment.  flags AUR_PATH_CONFINED: every part that exists is
+     * resolved with its symbolic links and the result must stay inside
+     * the config directory too (a directory the App runs in); without
+     * it, links are followed wherever they lead (a linked CA bundle).
+     * A section without "config_dir" (an embedder's) takes absolute
+     * paths as they are.  Returns the path (transfer: release with
+     * free), or NULL with err: AUR_E_CONFIG naming file, line and key as
+     * cfg_fail does, AUR_E_NOMEM, or AUR_E_INVAL when key has no i-th
+     * value.  Says nothing of whether the path exists.
+     */
+    char *(*cfg_path)(const struct aur_cfg *cfg, const char *key, size_t i,
+                      unsigned flags, struct aur_error *err);
 };
+
+#define AUR_PATH_CONFINED 1u /* cfg_path: links may not lead out */
 
 static inline aur_deadline aur_deadline_in(const struct aur_host *h,
                                            int64_t ms)
@@ -313,14 +362,25 @@ struct aur_plugin_desc {
                 struct aur_error *err);
     void (*fini)(void *state);
     const void *ops; /* struct aur_transport_ops or aur_extension_ops */
+
+    /* --- ABI 1.4 --- */
+
+    /* The keys the plugin's own host.ini section ([transport-stdio] ...)
+     * allows, ended by a NULL key; the host refuses an unknown, repeated
+     * or missing one, naming host.ini, line and key, before init.  NULL =
+     * any key (init alone decides). */
+    const struct aur_cfg_key *settings;
 };
 
 /* Smallest struct_size accepted for ABI 1.x descriptors. */
 #define AUR_PLUGIN_DESC_MIN_SIZE                                             \
     (offsetof(struct aur_plugin_desc, ops) + sizeof(const void *))
 
-#define AUR_DESC_HEADER(k)                                                   \
-    .magic = AUR_PLUGIN_MAGIC, .abi_version = AUR_ABI_VERSION,               \
+#define AUR_DESC_HEADER(k) AUR_DESC_HEADER_MIN(k, AUR_ABI_MINOR)
+/* The same, stating the oldest host minor the plugin works with. */
+#define AUR_DESC_HEADER_MIN(k, minor)                                        \
+    .magic = AUR_PLUGIN_MAGIC,                                               \
+    .abi_version = AUR_ABI_MKVER(AUR_ABI_MAJOR, (minor)),                    \
     .struct_size = sizeof(struct aur_plugin_desc), .kind = (k)
 
 /* The one exported symbol.  host_abi is the host's AUR_ABI_VERSION. */
@@ -345,7 +405,16 @@ enum { /* capability bits, append-only */
        AUR_TCAP_SESSION = 1u << 1,
        AUR_TCAP_RESUMABLE = 1u << 2,
        AUR_TCAP_CHILD_PROCESS = 1u << 3,
+       /* 1.4: one ordered duplex stream for the connection's whole life
+        * (a pipe, a socket).  A server on it may leave a request
+        * unanswered, so silence can be its answer (a legacy server
+        * ignoring server/discover); and only such a transport carries
+        * world events, which need a server-to-host channel that is
+        * always there.  Request/response transports (HTTP) leave it
+        * unset: there silence is an outage. */
+       AUR_TCAP_STREAM = 1u << 4,
 };
+
 
 /*
  * How a request ended without a JSON-RPC response of its own, as only the
@@ -440,10 +509,11 @@ struct aur_transport_ops {
     uint32_t struct_size;
     uint32_t caps; /* what it can ever offer */
     /*
-     * endpoint: the App's section ([stdio] or [http]) plus the core-resolved
-     * keys "package", "timeout_ms" and, for stdio, "working_dir" (absolute).
-     * A failed open makes no sink calls, leaves *out untouched and needs no
-     * close.
+     * endpoint: the App's section of this transport (see section below)
+     * plus the keys the host adds: "package", "timeout_ms" and
+     * "config_dir" (the absolute config directory, against which a
+     * relative path in the section is read).  A failed open makes no sink
+     * calls, leaves *out untouched and needs no close.
      */
     int (*open)(void *state, const struct aur_cfg *endpoint,
                 const struct aur_sink *sink, aur_deadline dl,
@@ -497,6 +567,48 @@ struct aur_transport_ops {
      * host assumes the channel is there once open returns.
      */
     int (*listen)(struct aur_conn *c, aur_deadline dl, struct aur_error *err);
+
+    /* --- ABI 1.4: how an App file chooses and configures it --- */
+
+    /*
+     * words: what `transport =` in an App's [app] may say for this
+     * transport besides the plugin's own name, NULL-terminated (NULL =
+     * none).  words[0], when there is one, is the word the App's status
+     * and extensions see (aur_app_info.transport); else the plugin name.
+     * Two loaded transports claiming one word is a configuration error.
+     */
+    const char *const *words;
+    /* The App file's section this transport reads (NULL = the plugin
+     * name).  Every other section but [app] is refused there. */
+    const char *section;
+    /* The keys that section allows, ended by a NULL key (NULL = any key:
+     * check alone decides).  The host refuses an unknown, repeated or
+     * missing key, naming file, line and key, before check is called;
+     * "package", "timeout_ms" and "config_dir" are the host's and may
+     * not be written there. */
+    const struct aur_cfg_key *keys;
+    /*
+     * Optional: check the values of one App's section (borrowed, with the
+     * host's keys) when the host is created, before any App starts, so a
+     * mistake is reported for every App at once and names its place:
+     * report with host->cfg_fail.  active = 0 for an App that will not
+     * start (disabled): check the text, not this machine (a directory
+     * that does not exist, a variable that is not set).  Returns AUR_OK,
+     * AUR_E_CONFIG or AUR_E_NOMEM.  Runs on the thread creating the host.
+     */
+    int (*check)(void *state, const struct aur_cfg *endpoint, int active,
+                 struct aur_error *err);
+    /*
+     * Optional: what can be checked of an App without starting it
+     * (`aurora-mcp doctor`): report(ctx, check, problem) once per check,
+     * problem NULL when it passed (both borrowed for the call).  Never
+     * report a variable's value.  Each check is bounded (a few seconds
+     * at most).  Any thread.
+     */
+    void (*preflight)(void *state, const struct aur_cfg *endpoint,
+                      void (*report)(void *ctx, const char *check,
+                                     const char *problem),
+                      void *ctx);
 };
 
 /* ------------------------------------------------------------------ */
@@ -517,7 +629,7 @@ enum aur_outcome {
 struct aur_app_info {
     uint32_t struct_size;
     const char *package;
-    const char *transport;  /* "stdio" | "streamable_http" */
+    const char *transport;  /* the transport's word ("stdio", ...) */
     const char *event_mode; /* "disabled" | "world_events" | ... */
     const char *version;    /* negotiated; NULL in declare_caps */
     int modern;             /* 1 for 2026-07-28 */

@@ -1,0 +1,18 @@
+# Unit suites of the JSON-RPC layer (core/engine/rpc*.c) and of protocol
+# negotiation (core/engine/negotiate.c), each against an in-process fake
+# transport.  They call internal aur__* functions, so they link the static
+# core (aurora-mcp-internal), never the shared library; a tree from before
+# that split exported everything from the .so.
+if(TARGET aurora-mcp-internal)
+  set(AUR_RPC_CORE aurora-mcp-internal)
+elseif(TARGET aurora-mcp)
+  set(AUR_RPC_CORE aurora-mcp)
+endif()
+if(AUR_RPC_CORE)
+  aur_add_check(check_rpc SOURCES check_rpc.c check_rpc_end.c
+                check_rpc_close.c check_rpc_text.c check_rpc_fake.c
+                LIBS ${AUR_RPC_CORE} TIMEOUT 120)
+  aur_add_check(check_negotiate SOURCES check_negotiate.c
+                check_negotiate_fail.c check_negotiate_fake.c
+                LIBS ${AUR_RPC_CORE} TIMEOUT 120)
+endif()

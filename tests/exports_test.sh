@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# What libaurora-mcp exports is its embedding API and nothing else:
+#  1. the functions declared in aur_host.h are exactly the names the
+#     version script (core/libaurora-mcp.map) makes global;
+#  2. the library's defined dynamic symbols are exactly those functions
+#     (no internal aur__* function or global, nothing else), each under
+#     the map's version node;
+#  3. with BUILD_DIR and INTERNAL_LIB (the static aurora-mcp-internal): no
+#     program of the build that loads the shared library also carries a
+#     copy of the core (that library or the object libraries): two copies
+#     of the core's global state.
+# usage: exports_test.sh LIBRARY SOURCE_DIR [BUILD_DIR INTERNAL_LIB]
+set -u
+LIB="$1"
+SRC="$2"
+BUILD="${3:-}"
+INTERNAL="${4:-}"
+HDR="$SRC/core/include/aurora/aur_host.h"
+MAP="$SRC/core/libaurora-mcp.map"
+. "$(dirname "$0")/support/expect.sh"
+# "what: only in A: ... only in B: ..." when two sorted lists differ.
+same() {
+    if [ "$1" = "$2" ]; then ok; return; fi
+    bad "$3: only in $4: $(comm -23 <(echo "$1") <(echo "$2") | tr '\n' ' ')" \
+        "| only in $5: $(comm -13 <(echo "$1") <(echo "$2") | tr '\n' ' ')"
+}
+for f in "$LIB" "$HDR" "$MAP"; do
+    [ -f "$f" ] || { bad "missing: $f"; finish; }
+done
+
+# Function declarations start at column 0 (comments and struct members
+# do not); typedefs of function types are not functions.
+declared=$(grep -E '^[A-Za-z_].*[ *](aur_[a-z0-9_]+)\(' "$HDR" |
+    grep -v '^typedef' |
+    sed -E 's/^[^(]*[ *](aur_[a-z0-9_]+)\(.*/\1/' | LC_ALL=C sort -u)
+[ "$(echo "$declared" | wc -w)" -ge 10 ] && ok ||
+    bad "aur_host.h: found only [$declared] (did its layout change?)"
+
+# The map: the names between "global:" and "local:", comments removed.
+script=$(perl -0777 -pe 's{/\*.*?\*/}{}gs; s/#[^\n]*//g; s/\s+/ /g' "$MAP")
+node=$(echo "$script" | sed -nE 's/^ ?([A-Za-z0-9_.]+) ?\{.*/\1/p')
+mapped=$(echo "$script" | sed -nE 's/.*global:(.*)local:.*/\1/p' |
+    tr ';' '\n' | tr -d ' ' | grep -v '^$' | LC_ALL=C sort -u)
+case "$mapped" in
+*'*'* | *'?'* | *'['*) bad "the map globs (aur_* matches aur__ too): $(echo $mapped)" ;;
+*) ok ;;
+esac
+same "$declared" "$mapped" "aur_host.h vs libaurora-mcp.map" aur_host.h "the map"
+[ -n "$node" ] && ok || bad "no version node in $MAP"
+
+# Defined dynamic symbols; the version node itself shows as an ABS symbol.
+syms=$(readelf --dyn-syms -W "$LIB" |
+    awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" { print $8 }')
+[ -n "$syms" ] && ok || bad "readelf --dyn-syms $LIB: no defined symbols"
+names=$(echo "$syms" | sed 's/@.*//' | grep -vxF "$node" | LC_ALL=C sort -u)
+internal=$(echo "$names" | grep -E '^aur__' | tr '\n' ' ')
+[ -z "$internal" ] && ok ||
+    bad "internal symbols exported ($(echo "$internal" | wc -w)): $internal"
+same "$declared" "$names" "aur_host.h vs exported" aur_host.h "the library"
+unversioned=$(echo "$syms" | grep -vxF "$node" | grep -v "@@$node\$" |
+    tr '\n' ' ')
+[ -z "$unversioned" ] && ok || bad "not under $node: $unversioned"
+
+# --- no program with both cores -------------------------------------------
+# A copy of the core is any external symbol of the static core's objects
+# (hidden ones included: in a program they are local, still there).
+if [ -n "$BUILD" ] && [ -n "$INTERNAL" ]; then
+    core=$(nm -g --defined-only "$INTERNAL" 2>/dev/null |
+        awk 'NF == 3 && $3 ~ /^aur_/ { print $3 }' | LC_ALL=C sort -u)
+    [ "$(echo "$core" | wc -w)" -gt "$(echo "$declared" | wc -w)" ] && ok ||
+        bad "nm $INTERNAL: too few symbols"
+    soname=$(readelf -d "$LIB" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+    n=0
+    while IFS= read -r -d '' f; do
+        [ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] ||
+            continue
+        readelf -d "$f" 2>/dev/null | grep -qF "Shared library: [$soname]" ||
+            continue
+        n=$((n + 1))
+        copy=$(nm --defined-only "$f" 2>/dev/null | awk 'NF == 3 { print $3 }' |
+            grep -xF "$core" | head -n 5 | tr '\n' ' ')
+        [ -z "$copy" ] && ok ||
+            bad "${f#"$BUILD"/} loads $soname and has a core of its own: $copy..."
+    done < <(find "$BUILD" -name CMakeFiles -prune -o -type f -perm -u+x \
+        ! -name '*.so*' -print0)
+    # The CLI at least is such a program.
+    [ "$n" -gt 0 ] && ok || bad "no program in $BUILD loads $soname"
+fi
+finish

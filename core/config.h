@@ -192,6 +192,9 @@ int aur__cfg_line(const struct aur_cfg *cfg, const char *key, size_t i);
 /* cfg_path of the host vtable (ABI 1.4, config_cfg.c). */
 char *aur__cfg_path(const struct aur_cfg *cfg, const char *key, size_t i,
                     unsigned flags, struct aur_error *err);
+/* Every cfg_* member of a host vtable: the one place that lists them
+ * (the engine's vtable, the config tests' and fuzzers' hosts). */
+void aur__cfg_services(struct aur_host *h);
 /* The keys of cfg against keys (NULL-key ended; NULL = any): unknown,
  * repeated, missing; AUR_E_CONFIG naming file, line and key. */
 int aur__cfg_keys_check(const struct aur_cfg *cfg,

@@ -362,3 +362,15 @@ char *aur__cfg_path(const struct aur_cfg *cfg, const char *key, size_t i,
     }
     return out;
 }
+
+void aur__cfg_services(struct aur_host *h)
+{
+    h->cfg_str = aur__cfg_str;
+    h->cfg_count = aur__cfg_count;
+    h->cfg_str_at = aur__cfg_str_at;
+    h->cfg_int = aur__cfg_int;
+    h->cfg_bool = aur__cfg_bool;
+    h->cfg_fail = aur__cfg_fail_at;
+    h->cfg_line = aur__cfg_line;
+    h->cfg_path = aur__cfg_path;
+}

@@ -15,18 +15,10 @@
 
 static int64_t f_now(void) { return 0; }
 
-const struct aur_host fuzz_host = {
+struct aur_host fuzz_host = {
     .struct_size = sizeof fuzz_host,
     .abi_version = AUR_ABI_VERSION,
     .now_ms = f_now,
-    .cfg_str = aur__cfg_str,
-    .cfg_count = aur__cfg_count,
-    .cfg_str_at = aur__cfg_str_at,
-    .cfg_int = aur__cfg_int,
-    .cfg_bool = aur__cfg_bool,
-    .cfg_fail = aur__cfg_fail_at,
-    .cfg_line = aur__cfg_line,
-    .cfg_path = aur__cfg_path,
 };
 
 const struct aur__transport_def *fuzz_transports(size_t *n)
@@ -43,6 +35,7 @@ const struct aur__transport_def *fuzz_transports(size_t *n)
         .check = stdio_check,
     };
 
+    aur__cfg_services(&fuzz_host);
     st.host = &fuzz_host;
     aur__transport_def_init(&defs[0], "transport-stdio", &ops, &st);
     fuzz_transport_http(&defs[1]);

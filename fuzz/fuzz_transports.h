@@ -8,7 +8,7 @@
 const struct aur__transport_def *fuzz_transports(size_t *n);
 
 /* Inside: the host vtable the checks see, and the HTTP half. */
-extern const struct aur_host fuzz_host;
+extern struct aur_host fuzz_host;
 void fuzz_transport_http(struct aur__transport_def *d);
 
 #endif

@@ -85,16 +85,9 @@ void aur__host_vtable_init(struct aur_mcp *mcp)
     h->abi_version = AUR_ABI_VERSION;
     h->log = host_log;
     h->now_ms = aur__now_ms;
-    h->cfg_str = aur__cfg_str;
-    h->cfg_count = aur__cfg_count;
-    h->cfg_str_at = aur__cfg_str_at;
-    h->cfg_int = aur__cfg_int;
-    h->cfg_bool = aur__cfg_bool;
+    aur__cfg_services(h);
     h->world_write = host_world_write;
     h->json_parse = host_json_parse;
     h->json_integer_text = aur__json_integer_text;
     h->world_write_batch = host_world_write_batch;
-    h->cfg_fail = aur__cfg_fail_at;
-    h->cfg_line = aur__cfg_line;
-    h->cfg_path = aur__cfg_path;
 }

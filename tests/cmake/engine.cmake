@@ -19,8 +19,10 @@ if(TARGET aurora-mcp)
     target_compile_definitions(${lib} PRIVATE
       AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
   endforeach()
+  set(AUR_check_startup_EXTRA check_startup_world.c)
   foreach(suite check_startup check_calls check_peers check_truth)
-    aur_add_check(${suite} SOURCES ${suite}.c LIBS aurora-mcp aur_test_support
+    aur_add_check(${suite} SOURCES ${suite}.c ${AUR_${suite}_EXTRA}
+                  LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()
   aur_add_check(check_call_reply SOURCES check_call_reply.c

@@ -34,20 +34,12 @@ static int t_parse(const char *buf, size_t len, struct json_object **out,
     return aur_fail(err, AUR_E_INVAL, 0, "not in a config test");
 }
 
-static const struct aur_host host = {
+static struct aur_host host = {
     .struct_size = sizeof host,
     .abi_version = AUR_ABI_VERSION,
     .log = t_log,
     .now_ms = t_now,
-    .cfg_str = aur__cfg_str,
-    .cfg_count = aur__cfg_count,
-    .cfg_str_at = aur__cfg_str_at,
-    .cfg_int = aur__cfg_int,
-    .cfg_bool = aur__cfg_bool,
     .json_parse = t_parse,
-    .cfg_fail = aur__cfg_fail_at,
-    .cfg_line = aur__cfg_line,
-    .cfg_path = aur__cfg_path,
 };
 
 static struct aur__transport_def defs[2];
@@ -58,6 +50,7 @@ const struct aur__transport_def *test_transports(size_t *n)
     static const char *const names[] = {"transport-stdio", "transport-http"};
     static const struct aur_cfg empty;
 
+    aur__cfg_services(&host);
     for (size_t i = 0; ndefs == 0 && i < 2; i++) {
         char path[4096];
         const struct aur_plugin_desc *d;

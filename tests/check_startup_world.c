@@ -1,0 +1,188 @@
+/*
+ * check_startup_world.c - what a startup leaves beyond its Apps: the
+ * agents.ini references checked against the frozen catalog, lifecycle
+ * commits in config order (failed ones too), a runtime's own world
+ * writer, and the master switch.  Part of check_startup.
+ */
+#define _GNU_SOURCE 1
+#include <aurora/aur_host.h>
+#include <check.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_startup.h"
+#include "support/harness.h"
+
+START_TEST(agents_exact_reference_must_exist)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.agents", 5, opts);
+    h_write(dir, "agents.ini",
+            "[agent root]\n"
+            "tools = aur.mcp.org.test.agents.*\n"
+            "tools = !aur.mcp.org.test.agents.t0001\n"
+            "tools = aur.mcp.org.test.nothing.*\n"
+            "tools = aur.mcp.org.test.agents.missing\n");
+    ck_assert_int_eq(start(&h, &serr), AUR_E_AGENTS);
+    ck_assert_str_eq(serr.phase, "agents");
+    ck_assert_ptr_nonnull(strstr(serr.message, "aur.mcp.org.test.agents.missing"));
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
+START_TEST(agents_patterns_pass)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.agents", 5, opts);
+    h_write(dir, "agents.ini",
+            "[agent root]\n"
+            "tools = aur.mcp.**\n"
+            "tools = aur.mcp.org.test.agents.t000?\n"
+            "tools = aur.mcp.org.test.agents.t0001\n"
+            "tools = !aur.mcp.org.test.absent.tool\n");
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+struct lines {
+    int n;
+    char kinds[16][64];
+    char ids[16][200];
+};
+
+static void collect(void *ud, const char *line)
+{
+    struct lines *l = ud;
+    struct json_object *o = json_tokener_parse(line);
+    if (l->n < 16 && o) {
+        snprintf(l->kinds[l->n], sizeof l->kinds[0], "%s",
+                 h_str(o, "kind"));
+        snprintf(l->ids[l->n], sizeof l->ids[0], "%s", h_str(o, "commit_id"));
+        l->n++;
+    }
+    json_object_put(o);
+}
+
+START_TEST(lifecycle_commits_in_config_order)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "1", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h;
+    struct lines l = {0};
+    add_fixture("a.ini", "org.test.one", 5, opts);
+    add_fixture("b.ini", "org.test.two", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, collect, &l, &err), AUR_OK);
+    ck_assert_int_eq(l.n, 6);
+    ck_assert_str_eq(l.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(l.kinds[1], "mcp.app.ready");
+    ck_assert_str_eq(l.kinds[2], "mcp.app.starting");
+    ck_assert_str_eq(l.kinds[3], "mcp.app.ready");
+    ck_assert_str_eq(l.kinds[4], "mcp.catalog.frozen");
+    ck_assert_str_eq(l.kinds[5], "mcp.catalog.frozen");
+    ck_assert_ptr_nonnull(strstr(l.ids[0], ":org.test.one:starting"));
+    ck_assert_ptr_nonnull(strstr(l.ids[2], ":org.test.two:starting"));
+    ck_assert_ptr_nonnull(strstr(l.ids[5], ":org.test.two:catalog-frozen"));
+    /* scope filter */
+    struct lines s = {0};
+    ck_assert_int_eq(aur_journal_dump(dir, 0, "aurora:mcp:org.test.two",
+                                      collect, &s, &err),
+                     AUR_OK);
+    ck_assert_int_eq(s.n, 3);
+}
+END_TEST
+
+START_TEST(failed_startup_writes_failed_commit)
+{
+    const char *opts[] = {"--tool-name", "bad.name", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h;
+    struct lines l = {0};
+    add_fixture("a.ini", "org.test.bad", 5, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, collect, &l, &err), AUR_OK);
+    ck_assert_int_eq(l.n, 2);
+    ck_assert_str_eq(l.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(l.kinds[1], "mcp.app.failed");
+}
+END_TEST
+
+struct recorded {
+    int n;
+    char kinds[8][64];
+};
+
+static int record_commit(void *ud, const struct aur_commit *c,
+                         struct aur_error *err)
+{
+    struct recorded *r = ud;
+    (void)err;
+    if (r->n < 8)
+        snprintf(r->kinds[r->n++], sizeof r->kinds[0], "%s", c->kind);
+    return AUR_OK;
+}
+
+START_TEST(runtime_brings_its_own_world_writer)
+{
+    const char *opts[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    struct recorded r = {0};
+    struct aur_world_writer w = {sizeof w, &r, record_commit};
+    char *journal;
+    add_fixture("a.ini", "org.test.writer", 5, opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_set_world_writer(h, &w, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_set_world_writer(h, &w, &err), AUR_E_STATE);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(r.n, 3);
+    ck_assert_str_eq(r.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(r.kinds[1], "mcp.app.ready");
+    ck_assert_str_eq(r.kinds[2], "mcp.catalog.frozen");
+    /* the SQLite journal named in host.ini was never created */
+    ck_assert(asprintf(&journal, "%s/data/world.sqlite3", dir) > 0);
+    ck_assert_ptr_null(h_slurp(journal));
+    free(journal);
+}
+END_TEST
+
+START_TEST(master_switch_off_starts_nothing)
+{
+    const char *opts[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr;
+    struct aur_mcp *h;
+    remake_config("enabled = false");
+    add_fixture("a.ini", "org.test.off", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 0);
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "state"), "disabled");
+    json_object_put(a);
+    ck_assert_ptr_null(h_slurp(logpath));
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+void startup_world_tests(TCase *tc)
+{
+    tcase_add_test(tc, agents_exact_reference_must_exist);
+    tcase_add_test(tc, agents_patterns_pass);
+    tcase_add_test(tc, lifecycle_commits_in_config_order);
+    tcase_add_test(tc, failed_startup_writes_failed_commit);
+    tcase_add_test(tc, master_switch_off_starts_nothing);
+    tcase_add_test(tc, runtime_brings_its_own_world_writer);
+}

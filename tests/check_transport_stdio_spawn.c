@@ -16,7 +16,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -721,6 +723,61 @@ static int open_fails(struct aur_error *err)
     return rc;
 }
 
+/* Starts while other threads of the host come and go.  The supervisor
+ * is a fork of a multi-threaded process: a lock another thread held at
+ * the fork (a sanitizer runtime's thread registry, taken on every thread
+ * start and exit) stays held in it forever, so anything in it that takes
+ * one hangs the start until the deadline.  Under ASan, prctl(PR_SET_NAME)
+ * did, about once in two hundred starts. */
+static atomic_bool churn_stop;
+
+static void *churn_nop(void *arg)
+{
+    return arg;
+}
+
+static void *churn(void *arg)
+{
+    while (!atomic_load(&churn_stop)) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, churn_nop, NULL) == 0)
+            pthread_join(t, NULL);
+    }
+    return arg;
+}
+
+START_TEST(test_spawn_under_thread_churn)
+{
+    enum { STARTS = 400 };
+    pthread_t th[2];
+    int hung = 0; /* 1 + the start that failed */
+
+    up();
+    ep_child("echo", NULL);
+    EP.v[0] = "/bin/cat"; /* the cheapest App that waits for EOF */
+    EP.v[1] = "-";
+    atomic_store(&churn_stop, false);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, churn, NULL), 0);
+    for (int i = 0; i < STARTS; i++) {
+        struct aur_conn *c = NULL;
+        struct aur_error err;
+        uint32_t caps;
+        int rc = OPS->open(ST, &EP, &SINK, t_now() + 5000, &c, &caps, &err);
+        if (rc != AUR_OK) {
+            hung = i + 1;
+            fprintf(stderr, "start %d: %s\n", i, err.msg);
+            break;
+        }
+        OPS->close(c, t_now() + 3000);
+    }
+    atomic_store(&churn_stop, true);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_msg(hung == 0, "start %d of %d failed", hung - 1, STARTS);
+}
+END_TEST
+
 START_TEST(test_spawn_failure)
 {
     struct aur_error err;
@@ -826,7 +883,9 @@ Suite *stdio_spawn_suite(void)
     tcase_add_test(t, test_stdio_section_rules);
     tcase_add_test(t, test_only_std_fds);
     t = stdio_tcase(s, "start");
+    tcase_set_timeout(t, 60); /* 400 starts under ASan take about 16 s */
     tcase_add_test(t, test_spawn_failure);
+    tcase_add_test(t, test_spawn_under_thread_churn);
     tcase_add_test(t, test_bad_plugin_config);
     tcase_add_test(t, test_descriptor_and_exports);
     t = stdio_tcase(s, "containment");

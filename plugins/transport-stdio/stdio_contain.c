@@ -40,8 +40,10 @@
  * The shim is a fork of a multi-threaded process that never execs, so it
  * may only make async-signal-safe calls, for its whole life: system
  * calls, plain loops over its own stack, and the string functions POSIX
- * lists as safe.  No malloc, no stdio, no locks; _Fork() rather than
- * fork() so no atfork handler of the embedding program runs in it.  It
+ * lists as safe.  No malloc, no stdio, no locks, not even a sanitizer
+ * runtime's (prctl is called as a bare system call, see shim_prctl);
+ * _Fork() rather than fork() so no atfork handler of the embedding
+ * program runs in it.  It
  * renames itself ("aur-contain <package>" in ps) before forking the App,
  * and after that gives back the host's memory it would otherwise pin
  * (copy on write: every page the host rewrites later would stay in the
@@ -673,13 +675,23 @@ static void prepare(struct drop *d, unsigned long page)
         d->arg_lo = d->arg_hi = 0;
 }
 
+/* prctl as the bare system call.  A sanitizer's prctl interceptor
+ * records PR_SET_NAME in its thread registry under a lock that another
+ * host thread may have held when we forked: the shim then waited forever
+ * and the App's start timed out (seen under ASan, about one start in two
+ * hundred while startup threads came and went).  */
+static int shim_prctl(int option, unsigned long arg)
+{
+    return (int)syscall(SYS_prctl, option, arg, 0UL, 0UL, 0UL);
+}
+
 /* argv becomes "aur-contain" "<package>" (ps, /proc/<pid>/cmdline), the
  * thread name "aur-contain". */
 static void set_title(const char *title, unsigned long page)
 {
     struct drop d;
 
-    prctl(PR_SET_NAME, "aur-contain");
+    shim_prctl(PR_SET_NAME, (unsigned long)"aur-contain");
     prepare(&d, page);
     d.sp = 0;
     if (maps_scan(&d) && d.title_ok) {
@@ -717,7 +729,7 @@ static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim)
     sigset_t none;
 
     /* Tied to the shim, which is single-threaded: it dies with it. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+    if (shim_prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         goto fail;
     if (getppid() != shim)
         _exit(127);
@@ -792,14 +804,14 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
             sigaction(sig, &dfl, NULL);
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    if (prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
+    if (shim_prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
         goto fail;
     /* The host may have died before prctl took effect. */
     if (getppid() != a->host)
         _exit(127);
-    if (setpgid(0, 0) != 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    if (setpgid(0, 0) != 0 || shim_prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
         goto fail;
-    (void)prctl(PR_SET_DUMPABLE, 0);
+    (void)shim_prctl(PR_SET_DUMPABLE, 0);
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGCHLD);
     sigaddset(&sigs, SIGTERM);

@@ -1,6 +1,6 @@
 /*
  * fuzz_call_reply.c - libFuzzer target for the tools/call reply scanner
- * (core/engine/call_reply.c) against the general path.
+ * (lib/engine/call_reply.c) against the general path.
  *
  * The scanner may decline anything; what it accepts must be what the
  * general path makes of the same bytes: aur__json_parse accepts them,

@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c - libFuzzer target for the configuration loader
- * (core/config*.c through aur__config_load), with the App-file rules of
+ * (lib/config/config*.c through aur__config_load), with the App-file rules of
  * transport-stdio and transport-http compiled in (fuzz_transports.c).
  *
  * One scratch config directory is made per process (mkdtemp under /tmp,

@@ -1,6 +1,6 @@
 /*
  * fuzz_json.c - libFuzzer target for the strict JSON parser and the
- * canonical serializer (core/json_*.c).
+ * canonical serializer (lib/jsonx/jsonx_*.c).
  *
  * For every input: parse it; if it parses, canonicalise it; the canonical
  * text must parse again and canonicalise to the very same bytes (the
@@ -9,8 +9,8 @@
  * Fuzzing build (from the source root, clang needed):
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined \
- *       -Icore -Icore/include $(pkg-config --cflags json-c) \
- *       fuzz/fuzz_json.c core/json_*.c $(pkg-config --libs json-c) -lm \
+ *       -Iinclude -Ilib/base -Ilib/jsonx $(pkg-config --cflags json-c) \
+ *       fuzz/fuzz_json.c lib/jsonx/jsonx_*.c $(pkg-config --libs json-c) -lm \
  *       -o fuzz_json
  *   ./fuzz_json -max_len=4096 fuzz/corpus/json
  *

@@ -1,6 +1,6 @@
 /*
  * fuzz_names.c - libFuzzer target for the grammars and the agents.ini
- * pattern matcher (core/names.c).
+ * pattern matcher (lib/names/names.c).
  *
  * The input is split at its first NUL into a pattern and an id (no NUL:
  * both are the whole input; the id ends at any later NUL).  Every

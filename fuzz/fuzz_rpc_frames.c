@@ -1,6 +1,6 @@
 /*
  * fuzz_rpc_frames.c - libFuzzer target for JSON-RPC frame intake and
- * response correlation (core/engine/rpc.c behind core/json_parse.c).
+ * response correlation (lib/rpc/rpc.c behind lib/jsonx/jsonx_parse.c).
  *
  * Per input: open a struct aur__rpc over a fake in-process transport
  * (open keeps the sink, send serialises and counts, close does nothing),

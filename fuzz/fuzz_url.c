@@ -167,7 +167,7 @@ static bool ipv4_origin(const char *origin)
  *  - a host of any length, the plugin none whose origin does not fit
  *    HTTP_ORIGIN_SIZE (a DNS name has at most 253 characters anyway);
  * so such a URL passes `check` and fails at connect instead of being
- * config_invalid.  core/config_app.c now checks IPv6 literals with
+ * config_invalid.  lib/config/config_app.c now checks IPv6 literals with
  * inet_pton and bounds the host at 253 characters: CONFIG_URL_STRICT 1
  * keeps the two in agreement (0 would tolerate the old gaps).
  */

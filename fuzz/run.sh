@@ -45,38 +45,38 @@ fi
 CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 -fno-sanitize-recover=all -fno-omit-frame-pointer -Wall -Wextra -Werror \
 -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter \
--I$ROOT/core -I$ROOT/core/include \
--I$ROOT/core/engine -I$ROOT/core/perturb -I$ROOT/lib/aurx -I$ROOT/fuzz"
+-I$ROOT/include $(for m in aurx base names jsonx config journal plugin rpc engine; do
+    printf ' -I%s' "$ROOT/lib/$m"; done) -I$ROOT/fuzz"
 PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3 libcurl) || exit 2
 PKG_LIBS=$(pkg-config --libs json-c inih sqlite3 libcurl) || exit 2
 
 # The core sources each target needs, compiled straight into it.
 sources() {
-    local c=$ROOT/core p=$ROOT/plugins
+    local c=$ROOT/lib p=$ROOT/plugins
     case $1 in
-    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/json_*.c" ;;
-    fuzz_names) echo "$ROOT/fuzz/fuzz_names.c $c/names*.c $ROOT/lib/aurx/env_rule.c" ;;
+    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/jsonx/*.c" ;;
+    fuzz_names) echo "$ROOT/fuzz/fuzz_names.c $c/names/*.c $c/aurx/env_rule.c" ;;
     fuzz_config | fuzz_config_split)
         echo "$ROOT/fuzz/fuzz_config.c $ROOT/fuzz/fuzz_transports*.c" \
-            "$c/config*.c $c/names*.c $ROOT/lib/aurx/*.c" \
+            "$c/config/*.c $c/names/*.c $c/aurx/*.c" \
             "$p/transport-stdio/stdio_config.c" \
             "$p/transport-http/http_config.c $p/transport-http/http_url.c" ;;
     fuzz_rpc_frames)
-        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/json_*.c $c/engine/rpc*.c" \
-            "$c/engine/clock.c $c/engine/log.c $c/engine/call_reply.c" \
+        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c $c/rpc/*.c" \
+            "$c/base/*.c $c/engine/call_reply.c" \
             "$c/engine/util.c" ;;
     fuzz_call_reply)
-        echo "$ROOT/fuzz/fuzz_call_reply.c $c/json_*.c" \
+        echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c" \
             "$c/engine/call_reply.c $c/engine/util.c" ;;
     fuzz_sse) echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c" ;;
     fuzz_url)
         echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" ;;
     fuzz_scope)
         echo "$ROOT/fuzz/fuzz_scope.c $p/ext-tool-contract/tc_scope.c" \
-            "$p/ext-tool-contract/tc_plugin.c $c/json_*.c" ;;
+            "$p/ext-tool-contract/tc_plugin.c $c/jsonx/*.c" ;;
     fuzz_event)
         echo "$ROOT/fuzz/fuzz_event.c $p/ext-world-events/we_validate.c" \
-            "$c/json_*.c" ;;
+            "$c/jsonx/*.c" ;;
     *) return 1 ;;
     esac
 }

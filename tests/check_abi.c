@@ -16,7 +16,7 @@
 
 #include <json-c/json.h>
 
-#include "engine/loader.h"
+#include "loader.h"
 #include "support/plugin_host.h"
 
 /* The frozen parts of the ABI: a change here is a new major. */

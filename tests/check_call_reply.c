@@ -1,5 +1,5 @@
 /*
- * check_call_reply.c - the tools/call reply scanner (core/engine/
+ * check_call_reply.c - the tools/call reply scanner (lib/engine/
  * call_reply.c): which replies it reads without a tree, what text it
  * makes of them, and that everything else is left to the general path.
  * check_calls runs the same shapes end to end through a real App;
@@ -11,8 +11,8 @@
 
 #include <json-c/json.h>
 
-#include "engine/call_reply.h"
-#include "engine/rpc.h"
+#include "call_reply.h"
+#include "rpc.h"
 #include "jsonx.h"
 
 #define OK(r) "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":" r "}"

@@ -46,7 +46,7 @@
 /*
  * The stdio transport closes the connection with AUR_E_LIMIT "message
  * exceeds max_line_bytes (N)", but the core hands the request in flight
- * a plain "connection closed" (core/engine/rpc.c: sink_closed ->
+ * a plain "connection closed" (lib/rpc/rpc.c: sink_closed ->
  * fail_all(P_CLOSED), the waiter's error at the "connection closed"
  * aur_fail) and that text is what serr.message, last_error and the
  * mcp.app.failed commit show.  Reported to the lead; set to 1 once the

@@ -1,6 +1,6 @@
 /*
  * check_jsonx.c - the strict JSON parser and the canonical serializer
- * (core/jsonx.h).  Expected canonical strings were produced with Python
+ * (lib/jsonx/jsonx.h).  Expected canonical strings were produced with Python
  * json.dumps(json.loads(x), ensure_ascii=False, sort_keys=True,
  * separators=(",", ":")) and are hard-coded here.
  */

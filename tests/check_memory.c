@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/log.h"
+#include "log.h"
 #include "jsonx.h"
 #include "support/harness.h"
 

@@ -104,7 +104,7 @@ END_TEST
 
 /* The environment denylist, row by row (docs/containment.md has the same
  * table with the reasons).  Kept here on its own so that dropping or
- * changing a row of core/names.c fails this test. */
+ * changing a row of lib/names/names.c fails this test. */
 static const struct {
     const char *name;
     bool prefix;

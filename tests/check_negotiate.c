@@ -1,5 +1,5 @@
 /*
- * check_negotiate.c - protocol negotiation (core/engine/negotiate.c)
+ * check_negotiate.c - protocol negotiation (lib/engine/negotiate.c)
  * through aur__app_connect against a scripted fake transport
  * (check_negotiate_fake.c): revision 2026-07-28 accepted from the
  * server/discover probe, every answer that falls back to the legacy
@@ -12,7 +12,7 @@
  */
 #include "check_negotiate_fake.h"
 
-#include "engine/log.h"
+#include "log.h"
 #include "support/check_main.h"
 
 #define MODERN "2026-07-28"

@@ -1,5 +1,5 @@
 /*
- * check_negotiate_fail.c - negotiation (core/engine/negotiate.c) when
+ * check_negotiate_fail.c - negotiation (lib/engine/negotiate.c) when
  * the probe gets no usable answer: silence or EOF on a stream transport
  * (half the deadline, then a fresh connection through reopen, or a
  * failure without it), outages that are no era evidence (HTTP auth and

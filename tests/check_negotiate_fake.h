@@ -23,8 +23,8 @@
 
 #include <json-c/json.h>
 
-#include "engine/clock.h"
-#include "engine/engine.h"
+#include "clock.h"
+#include "engine.h"
 
 enum nf_act {
     NF_REPLY,  /* body: the members after "jsonrpc" and "id" */

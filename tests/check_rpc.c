@@ -1,5 +1,5 @@
 /*
- * check_rpc.c - the JSON-RPC layer (core/engine/rpc.c, rpc_recv.c,
+ * check_rpc.c - the JSON-RPC layer (lib/rpc/rpc.c, rpc_recv.c,
  * rpc_queue.c) against an in-process fake transport (check_rpc_fake.c):
  * responses matched to requests by id (order, unknown and duplicate ids,
  * id types), the response shapes the layer refuses and what a refusal
@@ -14,7 +14,7 @@
 
 #include <unistd.h>
 
-#include "engine/log.h"
+#include "log.h"
 #include "jsonx.h"
 #include "support/check_main.h"
 

@@ -1,6 +1,6 @@
 /*
  * check_rpc_close.c - deadlines and the end of a connection in the
- * JSON-RPC layer (core/engine/rpc.c, rpc_recv.c): a wait's deadline and
+ * JSON-RPC layer (lib/rpc/rpc.c, rpc_recv.c): a wait's deadline and
  * keep_on_timeout, abandon with and without cancel, and close, clean EOF,
  * cancel_waiters, reopen and the notification budget, each waking every
  * waiter (blocked on other threads) with its own error.

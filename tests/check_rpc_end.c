@@ -1,6 +1,6 @@
 /*
  * check_rpc_end.c - how a request ends without a response of its own
- * (core/engine/rpc.c, rpc_recv.c): the ABI 1.3 on_request_end path
+ * (lib/rpc/rpc.c, rpc_recv.c): the ABI 1.3 on_request_end path
  * (delivered 0 vs 1, HTTP status, the server's error sent with a non-2xx
  * status, at most once), send failures (AUR_E_NOT_SENT vs maybe sent)
  * with the text send path, and the optional listen and set_protocol

@@ -2,7 +2,7 @@
  * check_rpc_fake.h - the in-process transport and handler recorder the
  * check_rpc suites (check_rpc.c, check_rpc_end.c, check_rpc_close.c,
  * check_rpc_text.c) drive
- * the JSON-RPC layer (core/engine/rpc*.c) with.
+ * the JSON-RPC layer (lib/rpc/rpc*.c) with.
  *
  * The fake transport keeps the sink open() was given, so a test plays the
  * transport's thread itself: it calls fk.sink.on_message / on_text /
@@ -25,8 +25,8 @@
 
 #include <json-c/json.h>
 
-#include "engine/clock.h"
-#include "engine/rpc.h"
+#include "clock.h"
+#include "rpc.h"
 
 #define FK_MAX_SENT 256
 

@@ -1,6 +1,6 @@
 /*
  * check_rpc_text.c - text frames and bounds of the JSON-RPC layer
- * (core/engine/rpc_recv.c, rpc_queue.c): on_text (ABI 1.2) with its
+ * (lib/rpc/rpc_recv.c, rpc_queue.c): on_text (ABI 1.2) with its
  * on_response hook and the text waiter (handlers.reply_scan), frames
  * that do not parse (one that names a waiting request ends it at once,
  * one that does not ends nothing), the lenient id reader
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "engine/log.h"
+#include "log.h"
 #include "jsonx.h"
 
 /* What on_response heard, and whether the waiter was still waiting

@@ -37,7 +37,7 @@ while read -r sym word; do
         bad "$word: $f never asserts $sym"
     fi
 done < <(grep -o 'X(AUR_[A-Z_]*, -*[0-9]*, "[a-z_]*"' \
-    "$SRC/core/include/aurora/aur_plugin.h" |
+    "$SRC/include/aurora/aur_plugin.h" |
     sed 's/X(\(AUR_[A-Z_]*\), -*[0-9]*, "\([a-z_]*\)"/\1 \2/')
 [ "$n" -ge 20 ] || bad "read only $n codes from aur_plugin.h"
 

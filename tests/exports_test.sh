@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What libaurora-mcp exports is its embedding API and nothing else:
 #  1. the functions declared in aur_host.h are exactly the names the
-#     version script (core/libaurora-mcp.map) makes global;
+#     version script (lib/libaurora-mcp.map) makes global;
 #  2. the library's defined dynamic symbols are exactly those functions
 #     (no internal aur__* function or global, nothing else), each under
 #     the map's version node;
@@ -15,8 +15,8 @@ LIB="$1"
 SRC="$2"
 BUILD="${3:-}"
 INTERNAL="${4:-}"
-HDR="$SRC/core/include/aurora/aur_host.h"
-MAP="$SRC/core/libaurora-mcp.map"
+HDR="$SRC/include/aurora/aur_host.h"
+MAP="$SRC/lib/libaurora-mcp.map"
 . "$(dirname "$0")/support/expect.sh"
 # "what: only in A: ... only in B: ..." when two sorted lists differ.
 same() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every document the repository's docs point to is in the repository: the
 # links of every Markdown file ([text](path)), and every path-looking name
-# (docs/x.md, scripts/y.sh, core/z.c, ...) in the Markdown files and the
+# (docs/x.md, scripts/y.sh, lib/z/z.c, ...) in the Markdown files and the
 # man page.  A name outside the tree (../shared/..., a sibling checkout)
 # is a failure too: the docs must stand alone.
 # usage: links_test.sh SOURCE_DIR

@@ -1,4 +1,4 @@
-# The plugin loader (core/engine/loader.c) against real fixture plugins.
+# The plugin loader (lib/plugin/loader.c) against real fixture plugins.
 #
 # The loader is built on its own, not from the aur_engine object library,
 # so this suite depends only on loader.c, the config module (a plugin's
@@ -6,9 +6,8 @@
 set(AUR_ABI_FIXTURE_SRC ${CMAKE_CURRENT_LIST_DIR}/../fixtures/plugins)
 set(AUR_ABI_FIXTURE_DIR ${CMAKE_BINARY_DIR}/fixture-plugins)
 
-add_library(aur_loader_test STATIC ${CMAKE_SOURCE_DIR}/core/engine/loader.c)
-target_include_directories(aur_loader_test PUBLIC ${CMAKE_SOURCE_DIR}/core
-                           ${CMAKE_SOURCE_DIR}/core/include)
+add_library(aur_loader_test STATIC ${CMAKE_SOURCE_DIR}/lib/plugin/loader.c)
+target_include_directories(aur_loader_test PUBLIC ${AUR_LIB_INCLUDE_DIRS})
 target_link_libraries(aur_loader_test PUBLIC aur_config aur_names
                       PkgConfig::JSONC ${CMAKE_DL_LIBS})
 

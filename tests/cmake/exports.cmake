@@ -1,5 +1,5 @@
 # The shared library exports its embedding API (aur_host.h) and nothing
-# else (core/libaurora-mcp.map), and no program of the build loads it
+# else (lib/libaurora-mcp.map), and no program of the build loads it
 # while carrying a core of its own (aurora-mcp-internal, the object
 # libraries).  Tests linking aurora-mcp use only aur_host.h; those that
 # call internal aur__* functions link aurora-mcp-internal instead.

@@ -9,9 +9,7 @@ function(aur_add_fuzz_replay name)
   add_executable(${name}_replay ${CMAKE_SOURCE_DIR}/fuzz/${F_SOURCE}
                  ${F_EXTRA})
   target_compile_definitions(${name}_replay PRIVATE AUR_FUZZ_REPLAY ${F_DEFINES})
-  target_include_directories(${name}_replay PRIVATE ${CMAKE_SOURCE_DIR}/core
-                             ${CMAKE_SOURCE_DIR}/core/include
-                             ${CMAKE_SOURCE_DIR}/core/engine
+  target_include_directories(${name}_replay PRIVATE ${AUR_LIB_INCLUDE_DIRS}
                              ${CMAKE_SOURCE_DIR}/fuzz ${F_INCLUDES})
   target_link_libraries(${name}_replay PRIVATE ${F_LIBS} PkgConfig::JSONC m
                         Threads::Threads)

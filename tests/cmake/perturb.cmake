@@ -30,7 +30,7 @@ if(AUR_PERTURB AND TARGET aurora-mcp AND TARGET transport-stdio)
                  ${AUR_PT_DIR}/perturb_scen_change.c
                  ${AUR_PT_DIR}/perturb_scen_events.c
                  ${AUR_PT_DIR}/perturb_scen_kill.c)
-  target_include_directories(aur-perturb PRIVATE ${CMAKE_SOURCE_DIR}/core/include
+  target_include_directories(aur-perturb PRIVATE ${CMAKE_SOURCE_DIR}/include
                              ${AUR_PT_DIR})
   target_link_libraries(aur-perturb PRIVATE aurora-mcp PkgConfig::JSONC
                         Threads::Threads ${CMAKE_DL_LIBS})

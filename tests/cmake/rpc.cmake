@@ -1,5 +1,5 @@
-# Unit suites of the JSON-RPC layer (core/engine/rpc*.c) and of protocol
-# negotiation (core/engine/negotiate.c), each against an in-process fake
+# Unit suites of the JSON-RPC layer (lib/rpc/) and of protocol
+# negotiation (lib/engine/negotiate.c), each against an in-process fake
 # transport.  They call internal aur__* functions, so they link the static
 # core (aurora-mcp-internal), never the shared library; a tree from before
 # that split exported everything from the .so.

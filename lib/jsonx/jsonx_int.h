@@ -1,5 +1,6 @@
 /*
- * json_int.h - shared between the json_*.c files only.
+ * jsonx_int.h - shared by the jsonx_*.c files and by the engine's
+ * call_reply.c, whose fast reply scanner shares the byte tables.
  *
  * A kept big integer (one that fits neither int64 nor uint64) is a json-c
  * double made by json_object_new_double_s(approx, digits): its userdata

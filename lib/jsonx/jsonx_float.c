@@ -1,5 +1,5 @@
 /*
- * json_float.c - doubles as text: Python's repr() formatter and a
+ * jsonx_float.c - doubles as text: Python's repr() formatter and a
  * locale-proof strtod, for the canonical serializer and the parser.
  *
  * repr() prints the shortest decimal that reads back as the same double
@@ -25,7 +25,7 @@
 
 #include <json-c/json.h>
 
-#include "json_int.h"
+#include "jsonx_int.h"
 
 #define MAX_DIGITS 17 /* always enough to round-trip a double */
 

@@ -77,7 +77,7 @@ static struct json_object *copy_scopes(struct json_object *v)
         c = json_object_new_object();
         json_object_object_foreach(v, k, val) {
             /* The two keys every scopes object has need no copy: static
-             * keys, like the parser's vocabulary (json_parse.c). */
+             * keys, like the parser's vocabulary (jsonx_parse.c). */
             const char *key = strcmp(k, "observe") == 0   ? "observe"
                               : strcmp(k, "publish") == 0 ? "publish"
                                                           : NULL;
@@ -669,7 +669,7 @@ static void call_app(struct aur__tool *t, struct json_object *args,
         set_out(out, AUR_CALL_UNKNOWN,
                 "MCP call result cannot be confirmed: result is not an object");
 mapped:
-    /* budget (core/engine/budget.c): max_result_bytes */
+    /* budget (lib/engine/budget.c): max_result_bytes */
     aur__call_result_budget(app, out);
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s", t->raw_name,
              aur_call_status_word(out->status));

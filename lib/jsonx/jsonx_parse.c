@@ -1,5 +1,5 @@
 /*
- * json_parse.c - the strict RFC 8259 parser of jsonx.h.
+ * jsonx_parse.c - the strict RFC 8259 parser of jsonx.h.
  *
  * json-c's tokener saturates integers past 64 bits and is lenient in
  * ways we do not want, so this is our own parser building json-c values.
@@ -31,7 +31,7 @@
 #include <json-c/json.h>
 #include <json-c/linkhash.h>
 
-#include "json_int.h"
+#include "jsonx_int.h"
 #include "jsonx.h"
 
 /* A growable byte buffer; never larger than the input it copies from. */

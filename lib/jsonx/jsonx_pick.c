@@ -1,5 +1,5 @@
 /*
- * json_pick.c - reading members: several of a small object in one walk
+ * jsonx_pick.c - reading members: several of a small object in one walk
  * (what the engine reads of every message and every tools/call result),
  * and strings that name something, compared whole.
  */

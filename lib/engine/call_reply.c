@@ -24,7 +24,7 @@
 #include "aur_setup.h"
 
 #include "engine.h"
-#include "json_int.h"
+#include "jsonx_int.h"
 #include "call_reply.h"
 #include "rpc.h"
 

@@ -1,5 +1,5 @@
 /*
- * json_canon.c - deterministic JSON (docs/protocol.md), integer
+ * jsonx_canon.c - deterministic JSON (docs/protocol.md), integer
  * text and compact json-c text.
  *
  * The canonical form is what Python's json.dumps(v, ensure_ascii=False,
@@ -17,7 +17,7 @@
 
 #include <json-c/json.h>
 
-#include "json_int.h"
+#include "jsonx_int.h"
 #include "jsonx.h"
 
 #define MAX_DEPTH 1000

@@ -45,7 +45,7 @@ foreach(f dup_a dup_b)
   list(APPEND AUR_ABI_FIXTURE_TARGETS ${f})
 endforeach()
 
-aur_add_check(check_abi SOURCES check_abi.c support/plugin_host.c
+aur_add_check(check_abi SOURCES lib/plugin/check_abi.c support/plugin_host.c
               LIBS aur_loader_test ${CMAKE_DL_LIBS}
               DEPENDS ${AUR_ABI_FIXTURE_TARGETS} TIMEOUT 60)
 target_compile_definitions(check_abi PRIVATE

@@ -3,7 +3,7 @@
 # embedding API against the fixture server.  aur_test_support (and
 # aur_test_support_internal) come from engine.cmake, included after this file (CMake resolves the name later).
 if(TARGET aurora-mcp)
-  aur_add_check(check_budgets SOURCES check_budgets.c
+  aur_add_check(check_budgets SOURCES lib/engine/check_budgets.c
                 LIBS aurora-mcp aur_test_support
                 DEPENDS transport-stdio aur-fixture-server
                 TIMEOUT 300)
@@ -16,7 +16,7 @@ endif()
 # stderr flood becomes, and max_app_memory_bytes (docs/budgets.md).
 if(TARGET aurora-mcp)
   # Also the parser's and the log's internals: the static core.
-  aur_add_check(check_memory SOURCES check_memory.c
+  aur_add_check(check_memory SOURCES lib/engine/check_memory.c
                 LIBS aurora-mcp-internal aur_test_support_internal
                 DEPENDS transport-stdio aur-fixture-server
                 TIMEOUT 900)

@@ -9,7 +9,7 @@ add_executable(aur-contain-app ${CMAKE_CURRENT_LIST_DIR}/../contain/contain_app.
 set_target_properties(aur-contain-app PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 if(TARGET aurora-mcp AND TARGET aurora-mcp-cli)
-  aur_add_check(check_contain SOURCES check_contain.c
+  aur_add_check(check_contain SOURCES system/check_contain.c
                 LIBS aurora-mcp aur_test_support
                 DEPENDS transport-stdio aur-fixture-server aurora-mcp-cli
                         aur-contain-app

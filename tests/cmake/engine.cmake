@@ -19,13 +19,17 @@ if(TARGET aurora-mcp)
     target_compile_definitions(${lib} PRIVATE
       AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
   endforeach()
-  set(AUR_check_startup_EXTRA check_startup_world.c)
+  set(AUR_check_startup_SRC lib/engine/check_startup.c
+      lib/engine/check_startup_world.c)
+  set(AUR_check_calls_SRC lib/engine/check_calls.c)
+  set(AUR_check_truth_SRC lib/engine/check_truth.c)
+  set(AUR_check_peers_SRC system/check_peers.c)
   foreach(suite check_startup check_calls check_peers check_truth)
-    aur_add_check(${suite} SOURCES ${suite}.c ${AUR_${suite}_EXTRA}
+    aur_add_check(${suite} SOURCES ${AUR_${suite}_SRC}
                   LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()
-  aur_add_check(check_call_reply SOURCES check_call_reply.c
+  aur_add_check(check_call_reply SOURCES lib/engine/check_call_reply.c
                 LIBS aurora-mcp-internal TIMEOUT 60)
 endif()
 

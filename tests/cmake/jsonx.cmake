@@ -1,5 +1,6 @@
 # Strict JSON intake and canonical output (lib/jsonx/).
-aur_add_check(check_jsonx SOURCES check_jsonx.c LIBS aur_jsonx TIMEOUT 60)
+aur_add_check(check_jsonx SOURCES lib/jsonx/check_jsonx.c LIBS aur_jsonx
+              TIMEOUT 60)
 
 # The fuzz target's replay build: runs every file of the seed corpus
 # through the same entry point libFuzzer calls (see fuzz/fuzz_json.c).

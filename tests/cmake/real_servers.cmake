@@ -3,7 +3,7 @@
 # `npm ci` there first).  Uses aur_test_support from engine.cmake
 # (included before this file).
 if(TARGET aurora-mcp AND TARGET aur_test_support)
-  aur_add_check(check_real_servers SOURCES check_real_servers.c
+  aur_add_check(check_real_servers SOURCES system/check_real_servers.c
                 LIBS aurora-mcp aur_test_support
                 DEPENDS transport-stdio TIMEOUT 300)
 endif()

@@ -9,10 +9,12 @@ elseif(TARGET aurora-mcp)
   set(AUR_RPC_CORE aurora-mcp)
 endif()
 if(AUR_RPC_CORE)
-  aur_add_check(check_rpc SOURCES check_rpc.c check_rpc_end.c
-                check_rpc_close.c check_rpc_text.c check_rpc_fake.c
+  aur_add_check(check_rpc SOURCES lib/rpc/check_rpc.c lib/rpc/check_rpc_end.c
+                lib/rpc/check_rpc_close.c lib/rpc/check_rpc_text.c
+                lib/rpc/check_rpc_fake.c
                 LIBS ${AUR_RPC_CORE} TIMEOUT 120)
-  aur_add_check(check_negotiate SOURCES check_negotiate.c
-                check_negotiate_fail.c check_negotiate_fake.c
+  aur_add_check(check_negotiate SOURCES lib/engine/check_negotiate.c
+                lib/engine/check_negotiate_fail.c
+                lib/engine/check_negotiate_fake.c
                 LIBS ${AUR_RPC_CORE} TIMEOUT 120)
 endif()

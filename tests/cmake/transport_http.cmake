@@ -7,14 +7,15 @@ target_link_libraries(https_fixture PRIVATE OpenSSL::SSL OpenSSL::Crypto
 
 set(AUR_HTTP_PLUGIN_DIR ${CMAKE_SOURCE_DIR}/plugins/transport-http)
 aur_add_check(check_transport_http
-  SOURCES check_transport_http.c check_transport_http_xheader.c
+  SOURCES plugins/transport-http/check_transport_http.c
+          plugins/transport-http/check_transport_http_xheader.c
           http/http_host.c support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c
   LIBS ${CMAKE_DL_LIBS}
   DEPENDS transport-http https_fixture TIMEOUT 120)
 target_include_directories(check_transport_http PRIVATE ${AUR_HTTP_PLUGIN_DIR})
 aur_add_check(check_http_parsers
-  SOURCES check_http_parsers.c
+  SOURCES plugins/transport-http/check_http_parsers.c
           ${AUR_HTTP_PLUGIN_DIR}/http_sse.c ${AUR_HTTP_PLUGIN_DIR}/http_url.c
   LIBS PkgConfig::CURL TIMEOUT 60)
 target_include_directories(check_http_parsers PRIVATE ${AUR_HTTP_PLUGIN_DIR})

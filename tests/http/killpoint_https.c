@@ -1,7 +1,7 @@
 /*
  * killpoint_https.c - a loopback HTTPS MCP server (2026-07-28, JSON
  * responses, HTTP/1.1 keep-alive) that dies at one chosen point around one
- * tools/call, for tests/check_killpoints.c.
+ * tools/call, for tests/system/check_killpoints.c.
  *
  *   killpoint_https --cert PEM --key PEM --record FILE --point P --how H
  *                   [--conn fresh|reused] [--warm N] [--lifetime S]

@@ -4,8 +4,8 @@
  * asserts the documented outcome, that no fixture process is left, and
  * that the journal still reads back with the lifecycle commits expected.
  *
- * Rows covered elsewhere and not repeated here (tests/check_startup.c,
- * tests/check_calls.c): hangs before discover/initialize, mid-page and
+ * Rows covered elsewhere and not repeated here (tests/lib/engine/check_startup.c,
+ * tests/lib/engine/check_calls.c): hangs before discover/initialize, mid-page and
  * mid-frame; non-JSON and JSON-array lines; ignoring SIGTERM while a
  * startup fails; dying during a call; cancel from another thread.
  *

@@ -6,7 +6,7 @@
  * mode; the App outlives the thread that opened it and starts with
  * default signal dispositions; its supervisor's shape, cgroup, memory
  * and descriptors; a stopped or killed supervisor).  Same binary and
- * test host as check_transport_stdio.c; tests/check_contain.c runs the
+ * test host as check_transport_stdio.c; tests/system/check_contain.c runs the
  * real CLI against daemonising Apps.
  */
 #define _GNU_SOURCE

@@ -70,13 +70,42 @@ struct json_object *cli_output_json(const struct aur_tool_output *o);
  * cli_print_json would print for {"id":id,"result":cli_output_json(o)}.
  * id and o borrowed; the line is malloc'd (transfer), NULL when out of
  * memory.  id is printed as json-c prints it, so it must be one serve has
- * accepted (a string, a finite number or null: serve.c's id_ok), never
- * a non-finite double, which json-c prints as Infinity or NaN. */
+ * accepted (a string, a finite number or null: serve_request.c's id_ok),
+ * never a non-finite double, which json-c prints as Infinity or NaN. */
 char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
                       size_t *len);
 
 /* serve.c */
 int cli_serve(const char *dir);
+
+/* ---- serve_request.c: the grammar of one serve request line ---- */
+
+enum serve_op {
+    SERVE_OP_UNKNOWN,
+    SERVE_OP_CALL,
+    SERVE_OP_STATUS,
+    SERVE_OP_TOOLS,
+    SERVE_OP_SHUTDOWN,
+};
+
+struct serve_request {
+    struct json_object *root; /* the parsed line (owned) */
+    struct json_object *id;   /* in root; NULL: answer with "id":null */
+    enum serve_op op;
+    const char *tool;         /* a call's, in root */
+    struct json_object *args; /* a call's, in root; NULL: none */
+};
+
+/* Read one line into *r (clear it with serve_request_clear, whatever the
+ * result).  NULL when the line is a request serve can act on; else the
+ * error code to answer ("bad_request" or "unknown_op") with its message in
+ * msg (size bytes) and r->id the id to answer with.  envelope_only checks
+ * only what any answer needs (a JSON object, an echoable "id", a string
+ * "op"), as for a line that will be answered shutting_down. */
+const char *serve_request_parse(const char *line, size_t len,
+                                bool envelope_only, struct serve_request *r,
+                                char *msg, size_t size);
+void serve_request_clear(struct serve_request *r);
 
 /* doctor.c: every enabled App started alone; json: JSON even on a
  * terminal. */

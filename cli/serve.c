@@ -16,13 +16,13 @@
  *     every later line is answered shutting_down until serve exits; calls
  *     still queued when a signal comes are answered shutting_down too (a
  *     signal closes the Apps, so calls in flight answer unknown).
+ * What a line asks for is read by serve_request.c; this file answers it.
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
 
 #include <errno.h>
 #include <json-c/json.h>
-#include <math.h>
 #include <poll.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -195,164 +195,19 @@ static void run_job(struct server *s, struct job *j)
     drop_job(j);
 }
 
-/* The shortest text of a finite d that reads back as d, written as
- * Python's repr writes floats: 0.1, 100.0, -0.0, 1e+300. */
-static void shortest_float(double d, char *text, size_t n)
+/* A call job from a checked request, or NULL (answered here). */
+static struct job *make_call(struct server *s, const struct serve_request *r)
 {
-    int prec, exp;
+    struct job *j = calloc(1, sizeof *j);
 
-    for (prec = 0; prec < 17; prec++) {
-        snprintf(text, n, "%.*e", prec, d);
-        if (strtod(text, NULL) == d)
-            break;
-    }
-    exp = atoi(strchr(text, 'e') + 1);
-    if (exp >= -4 && exp < 16) {
-        snprintf(text, n, "%.*f", prec > exp ? prec - exp : 0, d);
-        if (!strchr(text, '.'))
-            strcat(text, ".0");
-    }
-}
-
-/*
- * Whether id can be echoed: a string, a number that is finite as a double
- * (1e999 is not: json-c would print it as Infinity, which is not JSON), or
- * null.  true, objects and arrays are refused (JSON-RPC's rule).  Integers
- * are echoed digit for digit (the parser keeps them exact); any other
- * number is given its shortest_float text as its serialisation (json-c's
- * own %.17g would turn 0.1 into 0.10000000000000001), so both answer
- * paths (respond and cli_call_answer) print that.
- */
-static bool id_ok(struct json_object *id)
-{
-    char text[40];
-    double d;
-
-    switch (json_object_get_type(id)) {
-    case json_type_null:
-    case json_type_string:
-    case json_type_int:
-        return true;
-    case json_type_double:
-        break;
-    default:
-        return false;
-    }
-    d = json_object_get_double(id);
-    if (!isfinite(d))
-        return false;
-    if (json_object_get_userdata(id))
-        return true; /* an integer too big for 64 bits, kept as written */
-    shortest_float(d, text, sizeof text);
-    char *keep = strdup(text);
-    if (keep) /* else json-c's own %.17g: longer, but valid JSON */
-        json_object_set_serializer(id, json_object_userdata_to_json_string,
-                                   keep, json_object_free_userdata);
-    return true;
-}
-
-/* A name from a request used as a C string: NULL when v is not a string
- * or holds U+0000 (strcmp and the core would see only the part before it,
- * which may name something else). */
-static const char *c_name(struct json_object *v, bool *has_nul)
-{
-    const char *p;
-
-    *has_nul = false;
-    if (!json_object_is_type(v, json_type_string))
-        return NULL;
-    p = json_object_get_string(v);
-    if (strlen(p) != (size_t)json_object_get_string_len(v)) {
-        *has_nul = true;
-        return NULL;
-    }
-    return p;
-}
-
-/*
- * Parse a request line into *req (transfer), *id and *op (borrowed from
- * it).  A line that is not a request is answered here (bad_request) and
- * false returned.
- */
-static bool parse_request(struct server *s, const char *line, size_t len,
-                          struct json_object **req, struct json_object **id,
-                          const char **op)
-{
-    struct json_object *o = NULL;
-    struct aur_error err;
-    bool nul;
-
-    *req = NULL;
-    if (aur_json_parse(line, len, req, &err) != AUR_OK ||
-        !json_object_is_type(*req, json_type_object) ||
-        !json_object_object_get_ex(*req, "id", id) ||
-        !json_object_object_get_ex(*req, "op", &o) ||
-        !json_object_is_type(o, json_type_string)) {
-        respond(s, NULL, NULL, "bad_request",
-                "each line must be a JSON object with \"id\" and \"op\"");
-        goto bad;
-    }
-    if (!id_ok(*id)) {
-        respond(s, NULL, NULL, "bad_request",
-                "\"id\" must be a string, a finite number or null");
-        goto bad;
-    }
-    if (!(*op = c_name(o, &nul))) {
-        respond(s, *id, NULL, "bad_request", "\"op\" contains U+0000");
-        goto bad;
-    }
-    return true;
-bad:
-    json_object_put(*req);
-    *req = NULL;
-    return false;
-}
-
-/* A call job from a request, or NULL (answered here). */
-static struct job *make_call(struct server *s, struct json_object *req,
-                             struct json_object *id)
-{
-    struct json_object *tool = NULL, *args = NULL;
-    const char *name;
-    struct job *j;
-    bool nul;
-
-    json_object_object_get_ex(req, "tool", &tool);
-    json_object_object_get_ex(req, "arguments", &args);
-    if (!(name = c_name(tool, &nul))) {
-        respond(s, id, NULL, "bad_request",
-                nul ? "\"tool\" contains U+0000"
-                    : "call needs a string \"tool\"");
-        return NULL;
-    }
-    if (args && !json_object_is_type(args, json_type_object)) {
-        respond(s, id, NULL, "bad_request", "\"arguments\" must be an object");
-        return NULL;
-    }
-    j = calloc(1, sizeof *j);
-    if (!j || !(j->tool = strdup(name))) {
+    if (!j || !(j->tool = strdup(r->tool))) {
         free(j);
-        respond(s, id, NULL, "busy", "out of memory");
+        respond(s, r->id, NULL, "busy", "out of memory");
         return NULL;
     }
-    j->id = json_object_get(id);
-    j->args = json_object_get(args);
+    j->id = json_object_get(r->id);
+    j->args = json_object_get(r->args);
     return j;
-}
-
-/* The first member of req that op does not take, or NULL: a misspelt
- * "argumnts" must not become a call without arguments. */
-static const char *unknown_field(struct json_object *req, const char *op)
-{
-    bool call = strcmp(op, "call") == 0;
-    json_object_object_foreach(req, key, val) {
-        (void)val;
-        if (strcmp(key, "id") != 0 && strcmp(key, "op") != 0 &&
-            !(call && (strcmp(key, "tool") == 0 ||
-                       strcmp(key, "arguments") == 0)))
-            return key;
-    }
-    return NULL;
 }
 
 /* One request line.  Returns true when it asks to shut down; *call is set
@@ -360,42 +215,30 @@ static const char *unknown_field(struct json_object *req, const char *op)
 static bool handle_line(struct server *s, const char *line, size_t len,
                         struct job **call)
 {
-    struct json_object *req, *id;
-    const char *o;
+    struct serve_request r;
+    char msg[200];
+    const char *code = serve_request_parse(line, len, false, &r, msg,
+                                           sizeof msg);
     bool stop = false;
 
-    if (!parse_request(s, line, len, &req, &id, &o))
-        return false;
-    const char *extra = unknown_field(req, o);
-    bool known = strcmp(o, "call") == 0 || strcmp(o, "status") == 0 ||
-                 strcmp(o, "tools") == 0 || strcmp(o, "shutdown") == 0;
-    if (known && extra) {
-        char msg[200];
-        /* The field's name is the client's own text: bounded, and only
-         * in the answer to that client. */
-        snprintf(msg, sizeof msg, "unknown field \"%.64s\" in a %s request "
-                 "(it takes %s)", extra, o,
-                 strcmp(o, "call") == 0 ? "id, op, tool, arguments"
-                                        : "id, op");
-        respond(s, id, NULL, "bad_request", msg);
-    } else if (strcmp(o, "call") == 0) {
-        *call = make_call(s, req, id);
-    } else if (strcmp(o, "status") == 0) {
-        respond(s, id, aur_mcp_status_json(s->h, 0), NULL, NULL);
-    } else if (strcmp(o, "tools") == 0) {
+    if (code) {
+        respond(s, r.id, NULL, code, msg);
+    } else if (r.op == SERVE_OP_CALL) {
+        *call = make_call(s, &r);
+    } else if (r.op == SERVE_OP_STATUS) {
+        respond(s, r.id, aur_mcp_status_json(s->h, 0), NULL, NULL);
+    } else if (r.op == SERVE_OP_TOOLS) {
         struct json_object *st = aur_mcp_status_json(s->h, 1), *tools;
-        struct json_object *r = json_object_new_object();
+        struct json_object *res = json_object_new_object();
         json_object_object_get_ex(st, "tools", &tools);
-        json_object_object_add(r, "tools", json_object_get(tools));
+        json_object_object_add(res, "tools", json_object_get(tools));
         json_object_put(st);
-        respond(s, id, r, NULL, NULL);
-    } else if (strcmp(o, "shutdown") == 0) {
-        stop = true;
-        respond(s, id, json_object_new_object(), NULL, NULL);
+        respond(s, r.id, res, NULL, NULL);
     } else {
-        respond(s, id, NULL, "unknown_op", "unknown op");
+        stop = true; /* SERVE_OP_SHUTDOWN */
+        respond(s, r.id, json_object_new_object(), NULL, NULL);
     }
-    json_object_put(req);
+    serve_request_clear(&r);
     return stop;
 }
 
@@ -403,13 +246,14 @@ static bool handle_line(struct server *s, const char *line, size_t len,
  * shutting_down (a line that is not a request still gets bad_request). */
 static void refuse_line(struct server *s, const char *line, size_t len)
 {
-    struct json_object *req, *id;
-    const char *o;
+    struct serve_request r;
+    char msg[200];
+    const char *code = serve_request_parse(line, len, true, &r, msg,
+                                           sizeof msg);
 
-    if (!parse_request(s, line, len, &req, &id, &o))
-        return;
-    respond(s, id, NULL, "shutting_down", k_shutting_down);
-    json_object_put(req);
+    respond(s, r.id, NULL, code ? code : "shutting_down",
+            code ? msg : k_shutting_down);
+    serve_request_clear(&r);
 }
 
 /*

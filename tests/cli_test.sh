@@ -429,6 +429,17 @@ expect_has "$out" '{"id":3,"error":{"code":"bad_request","message":"\"op\" conta
 expect_has "$out" '{"id":4,"error":{"code":"bad_request","message":"\"tool\" contains U+0000"}}' "tool U+0000 only"
 case "$out" in *succeeded*|*platform_enabled*) bad "a name cut at U+0000 was served: $out" ;; *) ok ;; esac
 
+# A call's own fields: a string "tool", an object "arguments"; a line that
+# is not a request at all is answered with id null.
+out=$(printf '%s\n' '{"id":1,"op":"call"}' '{"id":2,"op":"call","tool":7}' \
+    '{"id":3,"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":[1]}' \
+    '[1,2]' '{"id":5}' '{"id":6,"op":7}' 'not json' | "$BIN" serve -c "$T/s" 2>/dev/null)
+expect_has "$out" '{"id":1,"error":{"code":"bad_request","message":"call needs a string \"tool\""}}' "call without tool"
+expect_has "$out" '{"id":2,"error":{"code":"bad_request","message":"call needs a string \"tool\""}}' "call with a number tool"
+expect_has "$out" '{"id":3,"error":{"code":"bad_request","message":"\"arguments\" must be an object"}}' "arguments not an object"
+expect_eq "$(echo "$out" | grep -c '^{"id":null,"error":{"code":"bad_request","message":"each line must be a JSON object')" 4 "non-requests refused with id null"
+expect_eq "$(echo "$out" | grep -c '^{"id":')" 7 "one answer per line"
+
 # A burst of calls in one write, from a pipe and from a regular file
 # (which epoll cannot watch): each request answered exactly once.
 for i in $(seq 300); do

@@ -35,6 +35,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     pthread_cond_init(&r->qcv, NULL);
     aur__cond_init(&r->qspace);
     aur__cond_init(&r->fcv);
+    aur__cond_init(&r->hcv);
     r->tokens = r->lim.notify_burst * 1000;
     r->refill_at = aur__now_ms();
     aur__rpc_sink_init(r);
@@ -86,6 +87,7 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     pthread_cond_destroy(&r->qcv);
     pthread_cond_destroy(&r->qspace);
     pthread_cond_destroy(&r->fcv);
+    pthread_cond_destroy(&r->hcv);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -101,6 +103,19 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
     aur__rpc_fail_all(r, P_CLOSED);
     /* A reader parked on the old connection must let it close. */
     pthread_cond_broadcast(&r->fcv);
+    /* What the old connection said is queued as stale now and dropped,
+     * but the dispatch thread may be inside a handler of it already: its
+     * effect (the old end's "disconnected", a reply to the old process)
+     * must land before the owner starts on the new connection, not after
+     * it.  Bounded by dl; a handler's own waits are bounded too. */
+    while (r->handling && r->handling_gen != r->gen &&
+           !pthread_equal(pthread_self(), r->thread)) /* not a handler's */
+        if (aur__cond_wait_until(&r->hcv, &r->mu, dl) == ETIMEDOUT) {
+            pthread_mutex_unlock(&r->mu);
+            return aur_fail(err, AUR_E_TIMEOUT, 0,
+                            "the old connection's handler outlived the "
+                            "deadline");
+        }
     pthread_mutex_unlock(&r->mu);
     rc = r->ops->reopen(r->conn, dl, err);
     pthread_mutex_lock(&r->mu);

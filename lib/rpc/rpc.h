@@ -127,7 +127,10 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
 void aur__rpc_close(struct aur__rpc *r, aur_deadline dl);
 
 /* Restart the transport from scratch (transport reopen hook), failing
- * current waiters.  AUR_E_STATE if the transport cannot. */
+ * current waiters.  AUR_E_STATE if the transport cannot.  When it
+ * returns, no handler of the old connection runs or will run: what was
+ * queued is dropped, and one in progress on the dispatch thread has
+ * returned (AUR_E_TIMEOUT, nothing restarted, if it did not by dl). */
 int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
                     struct aur_error *err);
 

@@ -93,6 +93,11 @@ struct aur__rpc {
 
     pthread_cond_t qcv;
     pthread_cond_t qspace; /* signalled when the queue has room */
+    /* The dispatch thread is in a handler for an item of handling_gen;
+     * reopen waits on hcv until a handler of the old connection is done. */
+    bool handling;
+    unsigned handling_gen;
+    pthread_cond_t hcv;
     struct aur__qitem *qhead, *qtail;
     size_t qlen;
     size_t qbytes; /* memory of the queued items and the one handled */

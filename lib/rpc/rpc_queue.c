@@ -166,6 +166,10 @@ void *aur__rpc_dispatch_main(void *arg)
             pthread_cond_signal(&r->qspace);
             freed = 0;
         }
+        if (r->handling) {
+            r->handling = false;
+            pthread_cond_broadcast(&r->hcv);
+        }
         while (!r->qhead && !r->stopping)
             pthread_cond_wait(&r->qcv, &r->mu);
         if (r->stopping && drain_dl == AUR_NO_DEADLINE)
@@ -183,6 +187,8 @@ void *aur__rpc_dispatch_main(void *arg)
         r->qlen--;
         pthread_cond_signal(&r->qspace);
         bool stale = q->gen != r->gen;
+        r->handling = !stale;
+        r->handling_gen = q->gen;
         pthread_mutex_unlock(&r->mu);
 
         AUR_PERTURB("rpc.dispatch");

@@ -277,6 +277,77 @@ START_TEST(reopen_restarts)
 }
 END_TEST
 
+/* A reopen on its own thread, as negotiation does it. */
+struct reopener {
+    struct aur__rpc *r;
+    int64_t ms;
+    pthread_t t;
+    int rc;
+    bool done;
+    bool handler_busy_after; /* a handler was still in progress at return */
+};
+
+static void *reopen_main(void *arg)
+{
+    struct reopener *o = arg;
+    struct aur_error err;
+
+    o->rc = aur__rpc_reopen(o->r, fk_in(o->ms), &err);
+    o->handler_busy_after = fk_count(&ev.in_handler) > 0;
+    __atomic_store_n(&o->done, true, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void open_gate(void)
+{
+    pthread_mutex_lock(&ev.mu);
+    ev.gate_closed = false;
+    pthread_cond_broadcast(&ev.cv);
+    pthread_mutex_unlock(&ev.mu);
+}
+
+/* When reopen returns, no handler of the old connection is still running:
+ * the old process's end (or anything it said) can never land on the
+ * state the owner sets up for the new one.  The old connection's
+ * notification is held inside its handler; reopen waits for it, and a
+ * handler that outlives the deadline makes reopen fail, restarting
+ * nothing. */
+START_TEST(reopen_waits_for_old_handlers)
+{
+    struct reopener o;
+    struct aur__rpc *r;
+
+    fk_reset();
+    r = fk_open(&fk_ops_full, NULL);
+    ev.gate_closed = true;
+    fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/old\"}");
+    ck_assert(fk_wait_for(&ev.in_handler, 1, 5000));
+    o = (struct reopener){.r = r, .ms = 10000};
+    ck_assert_int_eq(pthread_create(&o.t, NULL, reopen_main, &o), 0);
+    usleep(200000);
+    ck_assert_msg(!__atomic_load_n(&o.done, __ATOMIC_SEQ_CST),
+                  "reopen returned while the old handler ran");
+    ck_assert_int_eq(fk.reopens, 0);
+    open_gate();
+    pthread_join(o.t, NULL);
+    ck_assert_int_eq(o.rc, AUR_OK);
+    ck_assert(!o.handler_busy_after);
+    ck_assert_int_eq(fk.reopens, 1);
+
+    /* Bounded: a handler that outlives the deadline. */
+    ev.gate_closed = true;
+    fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/old2\"}");
+    ck_assert(fk_wait_for(&ev.in_handler, 1, 5000));
+    o = (struct reopener){.r = r, .ms = 300};
+    ck_assert_int_eq(pthread_create(&o.t, NULL, reopen_main, &o), 0);
+    pthread_join(o.t, NULL);
+    ck_assert_int_eq(o.rc, AUR_E_TIMEOUT);
+    ck_assert_int_eq(fk.reopens, 1);
+    open_gate();
+    aur__rpc_close(r, fk_in(2000));
+}
+END_TEST
+
 static void *push_one(void *arg)
 {
     fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/late\"}");
@@ -365,6 +436,7 @@ void rpc_add_close(Suite *s)
     tcase_add_test(t, clean_eof);
     tcase_add_test(t, cancel_waiters);
     tcase_add_test(t, reopen_restarts);
+    tcase_add_test(t, reopen_waits_for_old_handlers);
     tcase_add_test(t, notification_budget_makes_faulty);
     tcase_add_test(t, open_failure_leaves_nothing);
     suite_add_tcase(s, t);

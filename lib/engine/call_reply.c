@@ -110,7 +110,7 @@ static bool string(struct scan *sc, char *dst, size_t *dlen, bool *escaped)
         if (c < 0x20)
             return false;
         if (c >= 0x80) {
-            size_t k = aur__json_utf8_len(s + i, sc->n - i);
+            size_t k = aur__utf8_next(s + i, sc->n - i, NULL);
             if (k == 0)
                 return false;
             if (dst)

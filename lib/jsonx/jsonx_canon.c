@@ -78,7 +78,7 @@ static int put_quoted(struct obuf *o, const char *str, size_t n,
                 run++;
                 continue;
             }
-            k = aur__json_utf8_len(s + run, n - run);
+            k = aur__utf8_next(s + run, n - run, NULL);
             if (k == 0)
                 return aur_fail(err, AUR_E_INVAL, 0,
                                 "string is not valid UTF-8");

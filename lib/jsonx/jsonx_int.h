@@ -20,6 +20,7 @@
 #define AUR_JSON_INT_H
 
 #include "aur_setup.h"
+#include "utf8.h" /* aur__utf8_next: every UTF-8 check */
 
 struct json_object;
 
@@ -36,13 +37,6 @@ double aur__json_strtod(const char *s);
  * Returns the length, or -1 if d is not finite.
  */
 int aur__json_repr_double(double d, char *buf, size_t size);
-
-/*
- * Length of the well-formed UTF-8 sequence of 2..4 bytes at s (n > 0
- * bytes available), or 0.  Rejects overlong forms, UTF-16 surrogates and
- * code points past U+10FFFF (RFC 3629).  ASCII is the caller's business.
- */
-size_t aur__json_utf8_len(const unsigned char *s, size_t n);
 
 /* The UTF-8 form of code point cp (at most 0x10FFFF) in u; its length. */
 size_t aur__json_utf8_put(unsigned char u[4], unsigned cp);

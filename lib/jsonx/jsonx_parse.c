@@ -128,36 +128,6 @@ static void skip_ws(struct parser *ps)
     }
 }
 
-size_t aur__json_utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t need, i;
-
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-        need = 2;
-    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-        need = 3;
-        if (s[0] == 0xE0)
-            lo = 0xA0;
-        else if (s[0] == 0xED)
-            hi = 0x9F;
-    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-        need = 4;
-        if (s[0] == 0xF0)
-            lo = 0x90;
-        else if (s[0] == 0xF4)
-            hi = 0x8F;
-    } else {
-        return 0;
-    }
-    if (n < need || s[1] < lo || s[1] > hi)
-        return 0;
-    for (i = 2; i < need; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF)
-            return 0;
-    return need;
-}
-
 static int hex4(struct parser *ps, size_t at, unsigned *out)
 {
     unsigned v = 0;
@@ -368,7 +338,7 @@ static int parse_string(struct parser *ps, struct sbuf *sb)
                 return AUR_E_NOMEM;
             ps->pos = run;
         } else {
-            n = aur__json_utf8_len(ps->in + ps->pos, ps->len - ps->pos);
+            n = aur__utf8_next(ps->in + ps->pos, ps->len - ps->pos, NULL);
             if (n == 0)
                 return fail_at(ps, ps->pos, "invalid UTF-8 in string");
             if (sb_put(ps, sb, ps->in + ps->pos, n) != AUR_OK)

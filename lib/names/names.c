@@ -10,6 +10,7 @@
 #include "aur_setup.h"
 
 #include "names.h"
+#include "utf8.h"
 
 #include <string.h>
 
@@ -92,44 +93,6 @@ bool aur__valid_event_id(const char *s)
     return n <= 160;
 }
 
-/*
- * Decode one code point of s[0..n) into *cp; returns its length in bytes,
- * or 0 if the sequence is not well-formed UTF-8 (overlong forms, surrogates
- * and values above U+10FFFF are rejected, as Python's decoder does).
- */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    uint32_t c, min;
-    size_t len, i;
-
-    if (n == 0)
-        return 0;
-    c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if ((c & 0xe0) == 0xc0) {
-        len = 2, c &= 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        len = 3, c &= 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        len = 4, c &= 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        c = (c << 6) | (s[i] & 0x3f);
-    }
-    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return len;
-}
-
 long aur__utf8_len(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -140,22 +103,13 @@ long aur__utf8_len(const char *s, size_t n)
         return -1;
     while (i < n) {
         uint32_t cp;
-        size_t len = utf8_decode(p + i, n - i, &cp);
+        size_t len = aur__utf8_next(p + i, n - i, &cp);
         if (len == 0)
             return -1;
         i += len;
         count++;
     }
     return count;
-}
-
-/* Python str.isspace() / str.strip() whitespace (the scope rule). */
-static bool py_space(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) ||
-           c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
 bool aur__valid_scope(const char *s)
@@ -169,17 +123,17 @@ bool aur__valid_scope(const char *s)
         return false;
     n = strlen(s);
     while (i < n) {
-        size_t len = utf8_decode(p + i, n - i, &cp);
+        size_t len = aur__utf8_next(p + i, n - i, &cp);
         if (len == 0 || cp < 0x20)
             return false;
-        if (i == 0 && py_space(cp))
+        if (i == 0 && aur__py_space(cp))
             return false;
         i += len;
         if (++count > 256)
             return false;
     }
     /* cp now holds the last code point. */
-    return !py_space(cp);
+    return !aur__py_space(cp);
 }
 
 /* ------------------------------------------------------------------ */

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "tc_int.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,52 +32,6 @@
 /* Scope grammar                                                      */
 /* ------------------------------------------------------------------ */
 
-/* Decode one strictly valid UTF-8 sequence at s[*i]; advance *i. */
-static bool utf8_next(const unsigned char *s, size_t len, size_t *i,
-                      uint32_t *cp)
-{
-    unsigned char c = s[*i];
-    size_t need;
-    uint32_t v, min;
-
-    if (c < 0x80) {
-        *cp = c;
-        (*i)++;
-        return true;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        need = 1, v = c & 0x1f, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 2, v = c & 0x0f, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 3, v = c & 0x07, min = 0x10000;
-    } else {
-        return false;
-    }
-    if (len - *i <= need)
-        return false;
-    for (size_t k = 1; k <= need; k++) {
-        unsigned char cc = s[*i + k];
-        if ((cc & 0xc0) != 0x80)
-            return false;
-        v = (v << 6) | (cc & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return false;
-    *cp = v;
-    *i += need + 1;
-    return true;
-}
-
-/* Python str.strip() whitespace. */
-static bool py_space(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) ||
-           c == 0x85 || c == 0xa0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202f || c == 0x205f || c == 0x3000;
-}
-
 bool tc_valid_scope(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -86,14 +41,16 @@ bool tc_valid_scope(const char *s, size_t len)
     if (!s || len == 0)
         return false;
     while (i < len) {
-        if (!utf8_next(u, len, &i, &cp) || cp < 0x20)
+        size_t k = aur__utf8_next(u + i, len - i, &cp);
+        if (k == 0 || cp < 0x20)
             return false;
+        i += k;
         if (ncp++ == 0)
             first = cp;
         if (ncp > TC_MAX_SCOPE_CP)
             return false;
     }
-    return !py_space(first) && !py_space(cp);
+    return !aur__py_space(first) && !aur__py_space(cp);
 }
 
 /* A one-line, bounded rendering of server text for a message. */

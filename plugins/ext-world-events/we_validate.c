@@ -7,6 +7,7 @@
  * never echo a value: event contents must not reach the log.
  */
 #include "we_int.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -24,54 +25,6 @@ static const char *const string_keys[] = {
 static const char *const reserved_prefixes[] = {
     "engine.", "tool.", "output.", "cadence.", "ops.", "mcp.", NULL};
 
-/* Decode one UTF-8 sequence at s[*i]; -1 if malformed (the host's parser
- * already refuses those, but the plugin does not rely on it). */
-static int32_t next_cp(const unsigned char *s, size_t len, size_t *i)
-{
-    unsigned char c = s[*i];
-    int32_t cp;
-    int n;
-
-    if (c < 0x80) {
-        (*i)++;
-        return c;
-    }
-    if (c >= 0xc2 && c <= 0xdf) {
-        cp = c & 0x1f;
-        n = 1;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        cp = c & 0x0f;
-        n = 2;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        cp = c & 0x07;
-        n = 3;
-    } else {
-        return -1;
-    }
-    if (*i + (size_t)n >= len)
-        return -1;
-    for (int k = 1; k <= n; k++) {
-        unsigned char cc = s[*i + (size_t)k];
-        if ((cc & 0xc0) != 0x80)
-            return -1;
-        cp = (cp << 6) | (cc & 0x3f);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return -1;
-    *i += (size_t)n + 1;
-    return cp;
-}
-
-/* Python's str.isspace, which is what str.strip removes. */
-static bool py_space(int32_t cp)
-{
-    return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) ||
-           cp == 0x85 || cp == 0xa0 || cp == 0x1680 ||
-           (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
-           cp == 0x202f || cp == 0x205f || cp == 0x3000;
-}
-
 /* What the text rules need to know about s[0..len). */
 struct text_facts {
     size_t cps;
@@ -84,26 +37,29 @@ struct text_facts {
 static bool text_facts(const char *s, size_t len, struct text_facts *f)
 {
     const unsigned char *u = (const unsigned char *)s;
-    int32_t cp = -1;
+    uint32_t cp = 0;
     size_t i = 0;
 
     memset(f, 0, sizeof *f);
     f->blank = true;
     while (i < len) {
-        cp = next_cp(u, len, &i);
-        if (cp < 0)
+        /* Malformed UTF-8 fails here too: the host's parser already
+         * refuses it, but the plugin does not rely on that. */
+        size_t k = aur__utf8_next(u + i, len - i, &cp);
+        if (k == 0)
             return false;
-        if (f->cps == 0 && py_space(cp))
+        i += k;
+        if (f->cps == 0 && aur__py_space(cp))
             f->edge_ws = true;
         f->cps++;
-        if (!py_space(cp))
+        if (!aur__py_space(cp))
             f->blank = false;
         if (cp < 0x20)
             f->control = true;
         if (cp == 0)
             f->nul = true;
     }
-    if (cp >= 0 && py_space(cp))
+    if (f->cps > 0 && aur__py_space(cp))
         f->edge_ws = true;
     return true;
 }

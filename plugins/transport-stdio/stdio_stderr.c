@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -96,36 +97,6 @@ static void budget_report(struct stdio_child *ch, struct log_budget *b,
 /* stderr: one log line per line, capped and sanitised                */
 /* ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char b = s[0], lo = 0x80, hi = 0xbf;
-    size_t k, i;
-
-    if (b >= 0xc2 && b <= 0xdf)
-        k = 2;
-    else if (b >= 0xe0 && b <= 0xef)
-        k = 3;
-    else if (b >= 0xf0 && b <= 0xf4)
-        k = 4;
-    else
-        return 0;
-    if (b == 0xe0)
-        lo = 0xa0;
-    else if (b == 0xed)
-        hi = 0x9f;
-    else if (b == 0xf0)
-        lo = 0x90;
-    else if (b == 0xf4)
-        hi = 0x8f;
-    if (n < k || s[1] < lo || s[1] > hi)
-        return 0;
-    for (i = 2; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return k;
-}
-
 /* In place: control bytes and invalid UTF-8 become '?'.  A sequence cut
  * by truncation at the end is dropped.  Returns the new length. */
 static size_t sanitise(char *buf, size_t n, bool cut)
@@ -140,7 +111,7 @@ static size_t sanitise(char *buf, size_t n, bool cut)
             i++;
             continue;
         }
-        k = utf8_seq(s + i, n - i);
+        k = aur__utf8_next(s + i, n - i, NULL);
         if (k == 0 && cut && n - i < 4 && s[i] >= 0xc2)
             break; /* probably a character the cap split */
         if (k == 0) {

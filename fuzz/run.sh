@@ -78,7 +78,7 @@ sources() {
             "$p/ext-tool-contract/tc_plugin.c $c/jsonx/*.c $c/aurx/utf8.c" ;;
     fuzz_event)
         echo "$ROOT/fuzz/fuzz_event.c $p/ext-world-events/we_validate.c" \
-            "$c/jsonx/*.c $c/aurx/utf8.c" ;;
+            "$c/jsonx/*.c $c/aurx/utf8.c $c/aurx/rfc3339.c" ;;
     *) return 1 ;;
     esac
 }

@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "journal_int.h"
+#include "rfc3339.h"
 
 /* A validated commit, ready to compare or insert.  Borrows c. */
 struct prep {
@@ -25,7 +26,7 @@ struct prep {
     const char **scopes; /* sorted, deduplicated; stack_scopes or heap */
     size_t n_scopes;
     const char *stack_scopes[16];
-    char occurred_at[64];
+    char occurred_at[AUR__UTC_SIZE];
     const char *data_text; /* json-c's buffer inside c->data, or "{}" */
     size_t data_len;
 };
@@ -80,106 +81,18 @@ static bool data_ok(struct json_object *v, int depth)
     }
 }
 
-static bool digits(const char *s, int n, int *out)
+/* Commit times are UTC ("Z") only: an event's offset is converted by
+ * ext-world-events before it gets here.  Up to nine fraction digits. */
+static bool parse_time(const char *s, char out[AUR__UTC_SIZE])
 {
-    int i, v = 0;
-    for (i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return true;
+    return aur__rfc3339_utc(s, strlen(s), false, 9, out);
 }
 
-static int days_in(int y, int m)
-{
-    static const int d[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    return m == 2 && leap ? 29 : d[m - 1];
-}
-
-static char *put_digits(char *p, long v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v /= 10)
-        p[i] = (char)('0' + v % 10);
-    return p + n;
-}
-
-/* The stored form: seconds, plus microseconds when not zero.  By hand,
- * not snprintf: it runs for every commit.  size >= 28. */
-static void format_time(char *out, size_t size, const struct tm *t,
-                        long usec)
-{
-    char *p = out;
-    (void)size;
-    p = put_digits(p, t->tm_year + 1900L, 4);
-    *p++ = '-';
-    p = put_digits(p, t->tm_mon + 1L, 2);
-    *p++ = '-';
-    p = put_digits(p, t->tm_mday, 2);
-    *p++ = 'T';
-    p = put_digits(p, t->tm_hour, 2);
-    *p++ = ':';
-    p = put_digits(p, t->tm_min, 2);
-    *p++ = ':';
-    p = put_digits(p, t->tm_sec, 2);
-    if (usec) {
-        *p++ = '.';
-        p = put_digits(p, usec, 6);
-    }
-    *p++ = 'Z';
-    *p = '\0';
-}
-
-/* RFC 3339 in UTC ("Z"), fraction of up to 9 digits (kept to the
- * microsecond, like the original's datetime).  Offsets are converted by
- * the caller (events.c), so only Z is accepted here. */
-static bool parse_time(const char *s, char *out, size_t size)
-{
-    struct tm t = {0};
-    int y, mo, d, h, mi, se, nd = 0;
-    long usec = 0;
-    const char *p;
-
-    if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
-        s[7] != '-' || !digits(s + 8, 2, &d) ||
-        (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) ||
-        s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-        !digits(s + 17, 2, &se))
-        return false;
-    p = s + 19;
-    if (*p == '.') {
-        for (p++; *p >= '0' && *p <= '9' && nd < 9; p++, nd++)
-            if (nd < 6)
-                usec = usec * 10 + (*p - '0');
-        if (nd == 0)
-            return false;
-        for (; nd < 6; nd++)
-            usec *= 10;
-    }
-    if ((*p != 'Z' && *p != 'z') || p[1] != '\0')
-        return false;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in(y, mo) ||
-        h > 23 || mi > 59 || se > 59)
-        return false;
-    t.tm_year = y - 1900;
-    t.tm_mon = mo - 1;
-    t.tm_mday = d;
-    t.tm_hour = h;
-    t.tm_min = mi;
-    t.tm_sec = se;
-    format_time(out, size, &t, usec);
-    return true;
-}
-
-static void now_utc(char *out, size_t size)
+static void now_utc(char out[AUR__UTC_SIZE])
 {
     struct timespec ts;
-    struct tm t;
     clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &t);
-    format_time(out, size, &t, ts.tv_nsec / 1000);
+    aur__utc_format(ts.tv_sec, ts.tv_nsec / 1000, out);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -224,9 +137,8 @@ static int prepare(const struct aur_commit *c, struct prep *p,
                         "commit: data must be a JSON object (finite numbers, "
                         "nesting <= %d)", AUR__JOURNAL_MAX_DEPTH);
     if (!c->occurred_at)
-        now_utc(p->occurred_at, sizeof p->occurred_at);
-    else if (!parse_time(c->occurred_at, p->occurred_at,
-                         sizeof p->occurred_at))
+        now_utc(p->occurred_at);
+    else if (!parse_time(c->occurred_at, p->occurred_at))
         return aur_fail(err, AUR_E_INVAL, 0,
                         "commit: occurred_at is not an RFC 3339 UTC time");
 

@@ -22,14 +22,12 @@
 
 #include <json-c/json.h>
 
+#include "rfc3339.h" /* AUR__UTC_SIZE */
+
 #define WE_CAP_KEY "org.aurorabot/world-events"
 #define WE_METHOD_EVENT "notifications/org.aurorabot/world-events/event"
 #define WE_METHOD_MESSAGE "notifications/message"
 #define WE_LEGACY_LOGGER "aurora/event"
-
-/* Holds "YYYY-MM-DDTHH:MM:SS.ffffffZ" (28 bytes); sized for what the
- * compiler can prove about the snprintf, not for what is written. */
-#define WE_UTC_SIZE 128
 
 /* A validated event.  Strings and data borrowed from the payload; data
  * is NULL when the payload had none (= {}). */
@@ -39,7 +37,7 @@ struct we_event {
     const char *kind;
     const char *summary;
     struct json_object *data;
-    char occurred_at[WE_UTC_SIZE]; /* converted to UTC */
+    char occurred_at[AUR__UTC_SIZE]; /* converted to UTC (rfc3339.h) */
 };
 
 /*

@@ -1,0 +1,178 @@
+/*
+ * check_aurx.c - the rules lib/aurx shares between the core and the
+ * plugins, tested once where they are written: strict UTF-8 decoding and
+ * Python's whitespace (utf8.c), RFC 3339 to the stored UTC form
+ * (rfc3339.c).  The rules as each user applies them are tested by that
+ * user's suite too (check_names, check_jsonx, check_journal,
+ * check_ext_tool_contract, check_ext_world_events); this suite pins the
+ * shared edges so a change to one file is seen by all of them.
+ */
+#include "rfc3339.h"
+#include "utf8.h"
+
+#include <check.h>
+#include <string.h>
+
+#include "support/check_main.h"
+
+static size_t next(const char *s, size_t n, uint32_t *cp)
+{
+    return aur__utf8_next((const unsigned char *)s, n, cp);
+}
+
+START_TEST(utf8_boundaries)
+{
+    static const struct {
+        const char *s;
+        size_t n, len;
+        uint32_t cp;
+    } rows[] = {
+        {"A", 1, 1, 0x41},
+        {"\x7f", 1, 1, 0x7f},
+        {"\xc2\x80", 2, 2, 0x80},         /* first two-byte */
+        {"\xdf\xbf", 2, 2, 0x7ff},        /* last two-byte */
+        {"\xe0\xa0\x80", 3, 3, 0x800},    /* first three-byte */
+        {"\xed\x9f\xbf", 3, 3, 0xd7ff},   /* below the surrogates */
+        {"\xee\x80\x80", 3, 3, 0xe000},   /* above them */
+        {"\xef\xbf\xbf", 3, 3, 0xffff},
+        {"\xf0\x90\x80\x80", 4, 4, 0x10000},
+        {"\xf4\x8f\xbf\xbf", 4, 4, 0x10ffff},
+        {"\xe9\xa2\x91", 3, 3, 0x9891},
+        /* refused: 0 */
+        {"\x80", 1, 0, 0},                /* stray continuation */
+        {"\xc0\x80", 2, 0, 0},            /* overlong NUL */
+        {"\xc1\xbf", 2, 0, 0},            /* overlong */
+        {"\xe0\x9f\xbf", 3, 0, 0},        /* overlong */
+        {"\xed\xa0\x80", 3, 0, 0},        /* surrogate D800 */
+        {"\xed\xbf\xbf", 3, 0, 0},        /* surrogate DFFF */
+        {"\xf0\x8f\xbf\xbf", 4, 0, 0},    /* overlong */
+        {"\xf4\x90\x80\x80", 4, 0, 0},    /* above U+10FFFF */
+        {"\xf5\x80\x80\x80", 4, 0, 0},
+        {"\xff", 1, 0, 0},
+        {"\xc3", 1, 0, 0},                /* cut by n */
+        {"\xe9\xa2\x91", 2, 0, 0},        /* cut by n */
+        {"\xc3\x28", 2, 0, 0},            /* bad continuation */
+        {"\xe9\xa2\x28", 3, 0, 0},
+        {"\xf0\x9f\x98\x28", 4, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        uint32_t cp = 0xdeadbeef;
+        size_t len = next(rows[i].s, rows[i].n, &cp);
+        ck_assert_msg(len == rows[i].len, "row %zu: length %zu, want %zu", i,
+                      len, rows[i].len);
+        if (len)
+            ck_assert_msg(cp == rows[i].cp, "row %zu: U+%04X", i,
+                          (unsigned)cp);
+        ck_assert_uint_eq(next(rows[i].s, rows[i].n, NULL), rows[i].len);
+    }
+}
+END_TEST
+
+/* Python: [c for c in range(0x110000) if chr(c).isspace()] */
+START_TEST(py_space_is_pythons)
+{
+    static const uint32_t space[] = {
+        0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20,
+        0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004,
+        0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029,
+        0x202f, 0x205f, 0x3000};
+    size_t k = 0, n = 0;
+
+    for (uint32_t c = 0; c < 0x110000; c++) {
+        bool want = k < sizeof space / sizeof *space && space[k] == c;
+        ck_assert_msg(aur__py_space(c) == want, "U+%04X", (unsigned)c);
+        if (want)
+            k++, n++;
+    }
+    ck_assert_uint_eq(n, sizeof space / sizeof *space);
+}
+END_TEST
+
+static const char *utc(const char *s, bool offsets, int max_frac)
+{
+    static char out[AUR__UTC_SIZE];
+    memset(out, 'x', sizeof out);
+    return aur__rfc3339_utc(s, strlen(s), offsets, max_frac, out) ? out
+                                                                   : NULL;
+}
+
+START_TEST(rfc3339_to_utc)
+{
+    static const struct {
+        const char *in;
+        bool offsets;
+        int max_frac;
+        const char *want; /* NULL: refused */
+    } rows[] = {
+        {"2026-05-01T08:30:00Z", false, 9, "2026-05-01T08:30:00Z"},
+        {"2026-05-01t08:30:00z", false, 9, "2026-05-01T08:30:00Z"},
+        {"2024-02-29T23:59:59.5Z", false, 9, "2024-02-29T23:59:59.500000Z"},
+        {"2026-01-01T00:00:00.000000000Z", false, 9, "2026-01-01T00:00:00Z"},
+        {"2026-01-01T00:00:00.0000000000Z", false, 9, NULL}, /* 10 digits */
+        {"2026-01-01T00:00:00.0000000000Z", true, 0, "2026-01-01T00:00:00Z"},
+        {"2026-01-01T00:00:00.1234569Z", true, 0,
+         "2026-01-01T00:00:00.123456Z"}, /* kept to the microsecond */
+        {"2026-05-01T08:30:00+05:30", false, 9, NULL},
+        {"2026-05-01T08:30:00+05:30", true, 0, "2026-05-01T03:00:00Z"},
+        {"2026-12-31T23:00:00-01:00", true, 0, "2027-01-01T00:00:00Z"},
+        {"2024-03-01T00:30:00+01:00", true, 0, "2024-02-29T23:30:00Z"},
+        {"0001-01-01T00:00:00Z", true, 0, "0001-01-01T00:00:00Z"},
+        {"0001-01-01T00:30:00+01:00", true, 0, NULL}, /* year 0 in UTC */
+        {"9999-12-31T23:59:59Z", true, 0, "9999-12-31T23:59:59Z"},
+        {"9999-12-31T23:59:59-00:01", true, 0, NULL}, /* year 10000 */
+        {"0000-01-01T00:00:00Z", true, 0, NULL},
+        {"2023-02-29T00:00:00Z", true, 0, NULL},
+        {"2100-02-29T00:00:00Z", true, 0, NULL},
+        {"2000-02-29T00:00:00Z", true, 0, "2000-02-29T00:00:00Z"},
+        {"2026-04-31T00:00:00Z", true, 0, NULL},
+        {"2026-05-01T24:00:00Z", true, 0, NULL},
+        {"2026-05-01T23:60:00Z", true, 0, NULL},
+        {"2026-05-01T23:59:60Z", true, 0, NULL}, /* leap second */
+        {"2026-05-01T08:30:00+24:00", true, 0, NULL},
+        {"2026-05-01T08:30:00+05:60", true, 0, NULL},
+        {"2026-05-01T08:30:00.Z", true, 0, NULL},
+        {"2026-05-01T08:30:00", true, 0, NULL},
+        {"2026-05-01 08:30:00Z", true, 0, NULL},
+        {"2026-05-01T08:30:00ZZ", true, 0, NULL},
+        {"2026-5-01T08:30:00Z", true, 0, NULL},
+        {"", true, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const char *got = utc(rows[i].in, rows[i].offsets, rows[i].max_frac);
+        if (!rows[i].want)
+            ck_assert_msg(!got, "%s: accepted as %s", rows[i].in, got);
+        else
+            ck_assert_msg(got && strcmp(got, rows[i].want) == 0,
+                          "%s: %s, want %s", rows[i].in,
+                          got ? got : "refused", rows[i].want);
+    }
+}
+END_TEST
+
+START_TEST(utc_format)
+{
+    char out[AUR__UTC_SIZE];
+
+    aur__utc_format(0, 0, out);
+    ck_assert_str_eq(out, "1970-01-01T00:00:00Z");
+    aur__utc_format(1780000000, 1, out);
+    ck_assert_str_eq(out, "2026-05-28T20:26:40.000001Z");
+    aur__utc_format(-1, 999999, out);
+    ck_assert_str_eq(out, "1969-12-31T23:59:59.999999Z");
+    aur__utc_format(253402300799, 0, out);
+    ck_assert_str_eq(out, "9999-12-31T23:59:59Z");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("aurx");
+    TCase *t = tcase_create("rules");
+
+    tcase_add_test(t, utf8_boundaries);
+    tcase_add_test(t, py_space_is_pythons);
+    tcase_add_test(t, rfc3339_to_utc);
+    tcase_add_test(t, utc_format);
+    suite_add_tcase(s, t);
+    return aur_check_main(s, NULL);
+}

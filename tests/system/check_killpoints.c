@@ -68,8 +68,9 @@
  * least 3 times; each trial is one iteration of a Check loop test, in its
  * own forked process.  A REUSED
  * attempt whose target came on a new connection after all (the client
- * handed it to a new worker) proves nothing and is run again, up to 4
- * attempts; only the last one counts.
+ * handed it to a new worker) proves nothing and is run again, up to 6
+ * attempts, each letting the client's workers settle longer; only the
+ * last one counts.
  *
  * Knobs: AUR_KILLPOINT_ONLY=substring keeps the cells whose name
  * ("https/reused/body/exit/small") contains it; AUR_KILLPOINT_RESULTS=FILE
@@ -393,7 +394,7 @@ void log_result(const struct cell *c, int rep, int attempt,
 
 /* ---- the suite ------------------------------------------------------------ */
 
-#define MAX_ATTEMPTS 4
+#define MAX_ATTEMPTS 6
 
 START_TEST(kill_point_trial)
 {

@@ -466,18 +466,6 @@ void aur__plugins_release(struct aur__plugin_set *set)
     set->n = 0;
 }
 
-struct aur__plugin *aur__plugins_find(struct aur__plugin_set *set,
-                                      const char *name)
-{
-    if (!set || !name)
-        return NULL;
-    for (size_t i = 0; i < set->n; i++) {
-        if (set->v[i].name && strcmp(set->v[i].name, name) == 0)
-            return &set->v[i];
-    }
-    return NULL;
-}
-
 /* ------------------------------------------------------------------ */
 /* Describe                                                           */
 /* ------------------------------------------------------------------ */

@@ -70,10 +70,6 @@ int aur__plugins_load(const char *dir, char *const *names, size_t n,
 /* Release in reverse order. */
 void aur__plugins_release(struct aur__plugin_set *set);
 
-/* The plugin by descriptor name, or NULL. */
-struct aur__plugin *aur__plugins_find(struct aur__plugin_set *set,
-                                      const char *name);
-
 /* {"name","version","summary","kind":"transport"|"extension",
  *  "abi":{"major","minor"},"struct_size","path", ops details: transports
  *  "caps":[...], extensions "cap_key","methods":[...],"hooks":[...]}.

@@ -200,7 +200,7 @@ static void setup_once(void)
     /* Every malformed frame logs a warning; at fuzzing speed that is
      * nothing but noise. */
     if (aur__log_setup(AUR_LOG_ERROR, NULL, &err) != AUR_OK ||
-        aur__cond_init(&drain_cv) != 0)
+        aur__mono_cond_init(&drain_cv) != 0)
         abort();
     undrained = getenv("AUR_FUZZ_RPC_UNDRAINED") != NULL;
     done = true;

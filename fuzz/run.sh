@@ -64,7 +64,8 @@ sources() {
             "$p/transport-stdio/stdio_config.c" \
             "$p/transport-http/http_config.c $p/transport-http/http_url.c" ;;
     fuzz_rpc_frames)
-        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c $c/aurx/utf8.c" \
+        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c" \
+            "$c/aurx/utf8.c $c/aurx/mono.c" \
             "$c/rpc/*.c $c/base/*.c $c/engine/call_reply.c" \
             "$c/engine/util.c" ;;
     fuzz_call_reply)

@@ -11,17 +11,6 @@ int64_t aur__now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int aur__cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    int rc;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc;
-}
-
 int aur__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
                          aur_deadline dl)
 {

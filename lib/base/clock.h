@@ -9,13 +9,12 @@
 
 #include <pthread.h>
 
+#include "mono.h" /* aur__mono_cond_init: the condition variables below */
+
 /* Monotonic milliseconds. */
 int64_t aur__now_ms(void);
 
-/* A condition variable that waits on CLOCK_MONOTONIC. */
-int aur__cond_init(pthread_cond_t *cv);
-
-/* Wait on cv until dl (AUR_NO_DEADLINE = forever).  Returns 0 on wakeup,
+/* Wait on cv (made by aur__mono_cond_init) until dl (AUR_NO_DEADLINE = forever).  Returns 0 on wakeup,
  * ETIMEDOUT once dl has passed. */
 int aur__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
                          aur_deadline dl);

@@ -110,7 +110,7 @@ static int setup_apps(struct aur_mcp *mcp, struct aur_error *err)
         a->state = cfg->mcp_enabled && ac->enabled ? AUR__S_NOT_STARTED
                                                    : AUR__S_DISABLED;
         pthread_mutex_init(&a->mu, NULL);
-        aur__cond_init(&a->cv);
+        aur__mono_cond_init(&a->cv);
         mcp->napps++;
         snprintf(a->tag, sizeof a->tag, "app %s", ac->package);
         a->self.mcp = mcp;
@@ -189,7 +189,7 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     if (!mcp)
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     pthread_mutex_init(&mcp->mu, NULL);
-    aur__cond_init(&mcp->cv);
+    aur__mono_cond_init(&mcp->cv);
     rc = aur__config_load_host(config_dir, &mcp->cfg, &diag, err);
     if (rc != AUR_OK) {
         fill_serr(serr, "config_invalid", "config", err->msg);

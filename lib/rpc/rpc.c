@@ -33,9 +33,9 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     snprintf(r->tag, sizeof r->tag, "%s", tag);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->qcv, NULL);
-    aur__cond_init(&r->qspace);
-    aur__cond_init(&r->fcv);
-    aur__cond_init(&r->hcv);
+    aur__mono_cond_init(&r->qspace);
+    aur__mono_cond_init(&r->fcv);
+    aur__mono_cond_init(&r->hcv);
     r->tokens = r->lim.notify_burst * 1000;
     r->refill_at = aur__now_ms();
     aur__rpc_sink_init(r);
@@ -251,7 +251,7 @@ static int request(struct aur__rpc *r, const char *method,
         json_object_put(params);
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
-    aur__cond_init(&p->cv);
+    aur__mono_cond_init(&p->cv);
     p->refs = 1;
     p->detached = detached;
     p->text_ok = text_ok;

@@ -25,6 +25,8 @@
 
 #include "we_int.h"
 
+#include "mono.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,17 +210,6 @@ static void commit_batch(struct we_session *s, struct we_batch *b, size_t n)
 /* The queue                                                        */
 /* ---------------------------------------------------------------- */
 
-static void deadline_in(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += (time_t)(ms / 1000);
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 static void *writer_main(void *arg)
 {
     struct we_session *s = arg;
@@ -229,7 +220,7 @@ static void *writer_main(void *arg)
     for (;;) {
         /* idle: re-check at least every second */
         while (s->count == 0 && !s->stop) {
-            deadline_in(&ts, 1000);
+            aur__mono_deadline(&ts, 1000);
             pthread_cond_timedwait(&s->work, &s->mu, &ts);
         }
         if (s->count == 0)
@@ -237,7 +228,7 @@ static void *writer_main(void *arg)
         /* linger: let a burst fill the batch, but never hold the first
          * event back longer than WE_LINGER_MS */
         if (s->count < WE_BATCH_MAX && !s->stop) {
-            deadline_in(&ts, WE_LINGER_MS);
+            aur__mono_deadline(&ts, WE_LINGER_MS);
             while (s->count < WE_BATCH_MAX && !s->stop)
                 if (pthread_cond_timedwait(&s->work, &s->mu, &ts) ==
                     ETIMEDOUT)
@@ -259,7 +250,6 @@ static void *writer_main(void *arg)
 
 int we_writer_init(struct we_session *s, struct aur_error *err)
 {
-    pthread_condattr_t ca;
     bool mu = false, work = false;
 
     s->ring = calloc(WE_QUEUE_MAX, sizeof *s->ring);
@@ -268,17 +258,11 @@ int we_writer_init(struct we_session *s, struct aur_error *err)
     if (pthread_mutex_init(&s->mu, NULL) != 0)
         goto fail;
     mu = true;
-    if (pthread_condattr_init(&ca) != 0)
-        goto fail;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (pthread_cond_init(&s->work, &ca) == 0) {
+    if (aur__mono_cond_init(&s->work) == 0) {
         work = true;
-        if (pthread_cond_init(&s->space, &ca) == 0) {
-            pthread_condattr_destroy(&ca);
+        if (aur__mono_cond_init(&s->space) == 0)
             return AUR_OK;
-        }
     }
-    pthread_condattr_destroy(&ca);
 fail:
     if (work)
         pthread_cond_destroy(&s->work);
@@ -390,7 +374,7 @@ int we_writer_submit(struct we_session *s, const struct we_event *ev,
             s->thread_started = true;
     }
     if (rc == AUR_OK && s->count == WE_QUEUE_MAX && !s->stop) {
-        deadline_in(&ts, WE_QUEUE_WAIT_MS);
+        aur__mono_deadline(&ts, WE_QUEUE_WAIT_MS);
         while (s->count == WE_QUEUE_MAX && !s->stop)
             if (pthread_cond_timedwait(&s->space, &s->mu, &ts) == ETIMEDOUT)
                 break;

@@ -77,6 +77,7 @@
 #include "http_int.h"
 
 #include "env_rule.h"
+#include "mono.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -169,13 +170,7 @@ static void http_fini(void *state)
 static void timed_wait(struct aur_conn *c, int64_t ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    aur__mono_deadline(&ts, ms);
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 }
 
@@ -427,7 +422,6 @@ static int http_open(void *state, const struct aur_cfg *ep,
     struct http_state *st = state;
     const char *pkg = st->host->cfg_str(ep, "package", "?");
     struct aur_conn *c = calloc(1, sizeof *c);
-    pthread_condattr_t ca;
     int rc;
 
     if (!c)
@@ -446,10 +440,7 @@ static int http_open(void *state, const struct aur_cfg *ep,
         return rc;
     }
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    aur__mono_cond_init(&c->cv);
     HTTP_LOG(c, AUR_LOG_DEBUG, "%s: HTTP endpoint %s%s", c->package,
              c->origin, c->auth_header ? " (with bearer token)" : "");
     *out = c;

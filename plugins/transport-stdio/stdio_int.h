@@ -36,6 +36,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "mono.h" /* aur__mono_cond_init for every cond here */
+
 /* Settings from the [transport-stdio] section; read-only after init. */
 /* The [stdio] section of an App file (stdio_config.c, ABI 1.4). */
 extern const char *const stdio_words[];
@@ -340,7 +342,5 @@ void stdio_child_assist(struct stdio_child *ch, const char *buf, size_t len,
 bool stdio_cond_wait(const struct aur_host *h, pthread_cond_t *cv,
                      pthread_mutex_t *mu, int64_t until_ms);
 
-/* Initialise a cond for stdio_cond_wait.  0 or an errno. */
-int stdio_cond_init(pthread_cond_t *cv);
 
 #endif /* AUR_STDIO_INT_H */

@@ -37,20 +37,6 @@
 /* Monotonic waits                                                    */
 /* ------------------------------------------------------------------ */
 
-int stdio_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    int rc = pthread_condattr_init(&a);
-
-    if (rc != 0)
-        return rc;
-    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc;
-}
-
 bool stdio_cond_wait(const struct aur_host *h, pthread_cond_t *cv,
                      pthread_mutex_t *mu, int64_t until_ms)
 {
@@ -61,13 +47,7 @@ bool stdio_cond_wait(const struct aur_host *h, pthread_cond_t *cv,
         return false;
     if (rem > MAX_WAIT_MS) /* callers loop; keeps tv_sec sane */
         rem = MAX_WAIT_MS;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(rem / 1000);
-    ts.tv_nsec += (long)(rem % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    aur__mono_deadline(&ts, rem);
     pthread_cond_timedwait(cv, mu, &ts);
     return true;
 }

@@ -211,7 +211,7 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
                                            : sizeof c->sink;
     memcpy(&c->sink, sink, n);
     pthread_mutex_init(&c->mu, NULL);
-    if (stdio_cond_init(&c->cv) != 0) {
+    if (aur__mono_cond_init(&c->cv) != 0) {
         pthread_mutex_destroy(&c->mu);
         free(c);
         return aur_fail(err, AUR_E_NOMEM, 0, "cannot create a cond");

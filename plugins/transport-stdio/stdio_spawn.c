@@ -272,7 +272,7 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     ch->in_fd = ch->out_fd = ch->err_fd = ch->pidfd = -1;
     ch->stop_r = ch->stop_w = -1;
     pthread_mutex_init(&ch->mu, NULL);
-    if (stdio_cond_init(&ch->cv) != 0) {
+    if (aur__mono_cond_init(&ch->cv) != 0) {
         pthread_mutex_destroy(&ch->mu);
         free(ch);
         return aur_fail(err, AUR_E_NOMEM, 0, "%s: cannot create a cond",

@@ -153,7 +153,7 @@ void nf_setup(const struct nf_step *script, size_t n, bool stream, bool reopen)
     nf.mcp.host.struct_size = sizeof nf.mcp.host;
     nf.mcp.host.now_ms = aur__now_ms;
     pthread_mutex_init(&nf.mcp.mu, NULL);
-    aur__cond_init(&nf.mcp.cv);
+    aur__mono_cond_init(&nf.mcp.cv);
 
     nf.tdef.name = "fake";
     nf.tdef.caps = stream ? AUR_TCAP_STREAM : 0;
@@ -179,7 +179,7 @@ void nf_setup(const struct nf_step *script, size_t n, bool stream, bool reopen)
     nf.app.info.package = nf.cfg.package;
     nf.app.info.transport = "fake";
     pthread_mutex_init(&nf.app.mu, NULL);
-    aur__cond_init(&nf.app.cv);
+    aur__mono_cond_init(&nf.app.cv);
 }
 
 void nf_teardown(void)

@@ -292,7 +292,7 @@ void fk_reset(void)
     json_object_put(ev.ended);
     memset(&ev, 0, sizeof ev);
     pthread_mutex_init(&ev.mu, NULL);
-    aur__cond_init(&ev.cv); /* aur__cond_wait_until's clock */
+    aur__mono_cond_init(&ev.cv); /* aur__cond_wait_until's clock */
     ev.notes = json_object_new_array();
     ev.responses = json_object_new_array();
     ev.ended = json_object_new_array();

@@ -68,6 +68,11 @@ printf '[transport-stdio]\nmax_line_bytez = 4096\n' >>"$T/a/host.ini"
 out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "misspelt plugin setting"
 expect_has "$out" 'host.ini:9: max_line_bytez: unknown key in [transport-stdio] (did you mean max_line_bytes?)' "plugin setting suggestion"
 cp "$T/host.ini.keep" "$T/a/host.ini"
+# A value out of its range is said at its line too.
+printf '[transport-stdio]\nterm_grace_ms = 700000\n' >>"$T/a/host.ini"
+out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "plugin setting out of range"
+expect_has "$out" 'host.ini:9: term_grace_ms: must be between 0 and 600000 in [transport-stdio]' "plugin setting range: named"
+cp "$T/host.ini.keep" "$T/a/host.ini"
 # transport = names a plugin; one not deployed is said before its section.
 sed -i 's/^transport = stdio/transport = streamable_http/' "$T/a/apps.d/a.ini"
 out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "transport not deployed"

@@ -76,6 +76,7 @@
 #define _GNU_SOURCE
 #include "http_int.h"
 
+#include "cfg_range.h"
 #include "env_rule.h"
 #include "mono.h"
 
@@ -106,19 +107,8 @@ static void curl_init_once(void)
 /* init / fini                                                        */
 /* ------------------------------------------------------------------ */
 
-static int cfg_range(const struct aur_host *h, const struct aur_cfg *cfg,
-                     const char *key, int64_t dflt, int64_t lo, int64_t hi,
-                     int64_t *out, struct aur_error *err)
-{
-    int rc = h->cfg_int(cfg, key, dflt, out, err);
-    if (rc != AUR_OK)
-        return rc;
-    if (*out < lo || *out > hi)
-        return aur_fail(err, AUR_E_CONFIG, 0,
-                        "[transport-http] %s must be between %lld and %lld",
-                        key, (long long)lo, (long long)hi);
-    return AUR_OK;
-}
+/* This plugin's host.ini section, in its errors. */
+static const char SEC[] = "transport-http";
 
 static int http_init(const struct aur_host *host, struct aur_self *self,
                      const struct aur_cfg *cfg, void **state,
@@ -133,14 +123,14 @@ static int http_init(const struct aur_host *host, struct aur_self *self,
         return aur_fail(err, AUR_E_PLUGIN, 0,
                         "transport-http needs a host of ABI 1.4 "
                         "(json_parse, cfg_fail)");
-    if ((rc = cfg_range(host, cfg, "max_body_bytes", 16777216, 1024,
-                        1073741824, &body, err)) != AUR_OK ||
-        (rc = cfg_range(host, cfg, "max_event_bytes", 16777216, 1024,
-                        1073741824, &event, err)) != AUR_OK ||
-        (rc = cfg_range(host, cfg, "max_concurrent", 8, 1, 64, &workers,
-                        err)) != AUR_OK ||
-        (rc = cfg_range(host, cfg, "max_queued", 1024, 1, 65536, &queued,
-                        err)) != AUR_OK)
+    if ((rc = aur__cfg_range(host, cfg, SEC, "max_body_bytes", 16777216,
+                             1024, 1073741824, &body, err)) != AUR_OK ||
+        (rc = aur__cfg_range(host, cfg, SEC, "max_event_bytes", 16777216,
+                             1024, 1073741824, &event, err)) != AUR_OK ||
+        (rc = aur__cfg_range(host, cfg, SEC, "max_concurrent", 8, 1, 64,
+                             &workers, err)) != AUR_OK ||
+        (rc = aur__cfg_range(host, cfg, SEC, "max_queued", 1024, 1, 65536,
+                             &queued, err)) != AUR_OK)
         return rc;
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_rc != CURLE_OK)

@@ -38,6 +38,8 @@
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
+#include "cfg_range.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,20 +54,8 @@
 /* init / fini                                                        */
 /* ------------------------------------------------------------------ */
 
-static int cfg_range(const struct aur_host *h, const struct aur_cfg *cfg,
-                     const char *key, int64_t dflt, int64_t lo, int64_t hi,
-                     int64_t *out, struct aur_error *err)
-{
-    int rc = h->cfg_int(cfg, key, dflt, out, err);
-
-    if (rc != AUR_OK)
-        return rc;
-    if (*out < lo || *out > hi)
-        return aur_fail(err, AUR_E_CONFIG, 0,
-                        "[transport-stdio] %s must be between %lld and %lld",
-                        key, (long long)lo, (long long)hi);
-    return AUR_OK;
-}
+/* This plugin's host.ini section, in its errors. */
+static const char SEC[] = "transport-stdio";
 
 static int stdio_init(const struct aur_host *host, struct aur_self *self,
                       const struct aur_cfg *cfg, void **state,
@@ -83,14 +73,14 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
         return aur_fail(err, AUR_E_PLUGIN, 0,
                         "transport-stdio needs a host of ABI 1.4 "
                         "(json_parse, cfg_fail)");
-    rc = cfg_range(host, cfg, "max_line_bytes", 16777216, 1024,
-                   1073741824, &max_line, err);
+    rc = aur__cfg_range(host, cfg, SEC, "max_line_bytes", 16777216, 1024,
+                        1073741824, &max_line, err);
     if (rc == AUR_OK)
-        rc = cfg_range(host, cfg, "stderr_line_bytes", 4096, 64, 1048576,
-                       &err_line, err);
+        rc = aur__cfg_range(host, cfg, SEC, "stderr_line_bytes", 4096, 64,
+                            1048576, &err_line, err);
     if (rc == AUR_OK)
-        rc = cfg_range(host, cfg, "term_grace_ms", 2000, 0, 600000, &grace,
-                       err);
+        rc = aur__cfg_range(host, cfg, SEC, "term_grace_ms", 2000, 0, 600000,
+                            &grace, err);
     if (rc != AUR_OK)
         return rc;
     st = calloc(1, sizeof *st);

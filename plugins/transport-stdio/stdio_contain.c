@@ -542,6 +542,8 @@ struct drop {
     unsigned long sp;             /* an address on our stack */
     unsigned long arg_lo, arg_hi; /* the command line */
     unsigned long prev_hi;        /* end of the last file mapping */
+    const unsigned long (*bss)[2]; /* stdio_shim_args.bss (our stack) */
+    size_t nbss;                  /* > STDIO_MAX_BSS: unknown */
     bool title_ok;                /* the command line is in rw memory */
     unsigned long r[128][2];      /* ranges to unmap */
     size_t nr;
@@ -592,12 +594,29 @@ static void drop_one(struct drop *d, const struct vma *v)
      * this pass or a later one, when it may no longer be "[stack]". */
     if (d->arg_hi > d->arg_lo && hi > keep && lo < d->arg_hi)
         hi = keep;
-    if (!rw_private || !anon || after_file || hi <= lo ||
-        (d->sp >= lo && d->sp < hi) || d->nr == sizeof d->r / sizeof d->r[0])
+    if (!rw_private || !anon || hi <= lo || (d->sp >= lo && d->sp < hi) ||
+        (after_file && d->nbss > STDIO_MAX_BSS))
         return;
-    d->r[d->nr][0] = lo;
-    d->r[d->nr][1] = hi;
-    d->nr++;
+    /* [lo, hi) less every .bss: a merged neighbour goes, the .bss stays. */
+    while (lo < hi && d->nr < sizeof d->r / sizeof d->r[0]) {
+        unsigned long end = hi;
+        bool inside = false;
+        for (size_t i = 0; i < d->nbss && i < STDIO_MAX_BSS; i++) {
+            if (d->bss[i][0] <= lo && lo < d->bss[i][1]) {
+                lo = d->bss[i][1];
+                inside = true;
+                break;
+            }
+            if (d->bss[i][0] > lo && d->bss[i][0] < end)
+                end = d->bss[i][0];
+        }
+        if (inside)
+            continue;
+        d->r[d->nr][0] = lo;
+        d->r[d->nr][1] = end;
+        d->nr++;
+        lo = end;
+    }
 }
 
 /* Read /proc/self/maps, feeding drop_one every mapping. */
@@ -707,13 +726,15 @@ static void set_title(const char *title, unsigned long page)
     }
 }
 
-static void drop_memory(unsigned long page)
+static void drop_memory(const struct stdio_shim_args *a)
 {
     struct drop d;
     char here = 0;
 
-    prepare(&d, page);
+    prepare(&d, a->page);
     d.sp = (unsigned long)&here;
+    d.bss = a->bss; /* on the spawner's stack, which is ours: kept */
+    d.nbss = a->nbss;
     /* A few passes: munmap while reading maps would skip lines. */
     for (int pass = 0; pass < 8 && maps_scan(&d) && d.nr > 0; pass++)
         for (size_t i = 0; i < d.nr; i++)
@@ -861,7 +882,7 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
 
     /* From here on, a's pointers (the host's heap) are off limits. */
     if (a->drop_memory && !under_valgrind())
-        drop_memory(a->page);
+        drop_memory(a);
 
     for (;;) {
         struct pollfd p[2] = {{.fd = FD_SIG, .events = POLLIN},

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -124,6 +125,42 @@ static int resolve(const char *command, char **out)
 }
 
 /* ------------------------------------------------------------------ */
+/* What the supervisor keeps of the host's memory (parent side)       */
+/* ------------------------------------------------------------------ */
+
+static int add_bss(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct stdio_shim_args *a = arg;
+    unsigned long page = a->page;
+
+    (void)size;
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W) ||
+            ph->p_memsz <= ph->p_filesz)
+            continue;
+        if (a->nbss == STDIO_MAX_BSS) {
+            a->nbss = STDIO_MAX_BSS + 1; /* too many: not known */
+            return 1;
+        }
+        unsigned long lo = info->dlpi_addr + ph->p_vaddr + ph->p_filesz;
+        unsigned long hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        a->bss[a->nbss][0] = lo & ~(page - 1);
+        a->bss[a->nbss][1] = (hi + page - 1) & ~(page - 1);
+        a->nbss++;
+    }
+    return 0;
+}
+
+/* Read here, not in the supervisor: dl_iterate_phdr takes the loader's
+ * lock, which another host thread may hold at the fork. */
+static void bss_ranges(struct stdio_shim_args *a)
+{
+    a->nbss = 0;
+    dl_iterate_phdr(add_bss, a);
+}
+
+/* ------------------------------------------------------------------ */
 /* The spawner thread                                                 */
 /* ------------------------------------------------------------------ */
 
@@ -191,6 +228,8 @@ static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
     ssize_t n;
 
     snprintf(a.title, sizeof a.title, "%s", j->title ? j->title : "");
+    if (a.drop_memory)
+        bss_ranges(&a);
     if (pipe2(st, O_CLOEXEC) != 0 || pipe2(life, O_CLOEXEC) != 0) {
         e = errno;
         goto out;

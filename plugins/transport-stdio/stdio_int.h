@@ -218,6 +218,8 @@ int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
 /* What the supervisor needs, prepared by the spawner thread.  Every
  * pointer is the parent's memory, read by the forked supervisor before it
  * drops that memory. */
+#define STDIO_MAX_BSS 128
+
 struct stdio_shim_args {
     const char *path;           /* resolved command */
     char *const *argv, *const *envp;
@@ -232,6 +234,13 @@ struct stdio_shim_args {
     pid_t host;                 /* the process that forked us */
     char title[64];             /* "aur-contain <package>" */
     char cg_name[64];
+    /* The zero-filled tails (.bss) of every loaded object's writable
+     * segments, page-aligned, read by the host with dl_iterate_phdr: the
+     * anonymous memory the supervisor keeps besides its stack.  nbss >
+     * STDIO_MAX_BSS: not known, keep whatever directly follows a file
+     * mapping (a merged neighbour may then stay pinned). */
+    unsigned long bss[STDIO_MAX_BSS][2];
+    size_t nbss;
 };
 
 /* The supervisor: the child of fork() on the spawner thread.  Only

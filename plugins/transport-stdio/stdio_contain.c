@@ -48,8 +48,9 @@
  * and after that gives back the host's memory it would otherwise pin
  * (copy on write: every page the host rewrites later would stay in the
  * shim): it unmaps every private anonymous mapping except its own stack
- * (which holds its thread descriptor), the .bss that follows each loaded
- * file, and the top of the main stack (the command line).  It is not
+ * (which holds its thread descriptor), each loaded object's .bss (exact
+ * ranges the host read before the fork), and the top of the main stack
+ * (the command line).  It is not
  * dumpable, so the App (same uid) cannot ptrace it or read what is left
  * of the host's memory through /proc.  Under sanitizers and valgrind, whose runtimes
  * own anonymous mappings, nothing is unmapped; under valgrind the shim

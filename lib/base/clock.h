@@ -14,8 +14,8 @@
 /* Monotonic milliseconds. */
 int64_t aur__now_ms(void);
 
-/* Wait on cv (made by aur__mono_cond_init) until dl (AUR_NO_DEADLINE = forever).  Returns 0 on wakeup,
- * ETIMEDOUT once dl has passed. */
+/* Wait on cv (made by aur__mono_cond_init) until dl (AUR_NO_DEADLINE =
+ * forever).  Returns 0 on wakeup, ETIMEDOUT once dl has passed. */
 int aur__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
                          aur_deadline dl);
 

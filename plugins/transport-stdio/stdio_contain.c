@@ -41,21 +41,16 @@
  * may only make async-signal-safe calls, for its whole life: system
  * calls, plain loops over its own stack, and the string functions POSIX
  * lists as safe.  No malloc, no stdio, no locks, not even a sanitizer
- * runtime's (prctl is called as a bare system call, see shim_prctl);
- * _Fork() rather than fork() so no atfork handler of the embedding
- * program runs in it.  It
- * renames itself ("aur-contain <package>" in ps) before forking the App,
- * and after that gives back the host's memory it would otherwise pin
- * (copy on write: every page the host rewrites later would stay in the
- * shim): it unmaps every private anonymous mapping except its own stack
- * (which holds its thread descriptor), each loaded object's .bss (exact
- * ranges the host read before the fork), and the top of the main stack
- * (the command line).  It is not
+ * runtime's (prctl is called as a bare system call, see
+ * stdio_shim_prctl); _Fork() rather than fork() so no atfork handler of
+ * the embedding program runs in it.  It renames itself ("aur-contain
+ * <package>" in ps) before forking the App, and after that gives back the
+ * host's memory it would otherwise pin (stdio_shim_mem.c).  It is not
  * dumpable, so the App (same uid) cannot ptrace it or read what is left
- * of the host's memory through /proc.  Under sanitizers and valgrind, whose runtimes
- * own anonymous mappings, nothing is unmapped; under valgrind the shim
- * also turns off its own leak check and error reports (they would be
- * the host's, and would replace the App's exit status).
+ * of the host's memory through /proc.  Under sanitizers and valgrind,
+ * whose runtimes own anonymous mappings, nothing is unmapped; under
+ * valgrind the shim also turns off its own leak check and error reports
+ * (they would be the host's, and would replace the App's exit status).
  *
  * The cgroup (stdio_cgroup.c, host side): "aurora-mcp-<hostpid>-<seq>"
  * under the host's own cgroup v2 directory, when the host may create one
@@ -170,7 +165,7 @@ static size_t fmt_dec(char *buf, unsigned long v)
     return n;
 }
 
-static bool parse_num(const char **p, int base, unsigned long *out)
+bool stdio_parse_num(const char **p, int base, unsigned long *out)
 {
     const char *s = *p;
     unsigned long v = 0;
@@ -194,7 +189,7 @@ static bool parse_num(const char **p, int base, unsigned long *out)
 
 /* /proc/<pid>/stat of pid (0: self): the fields after "(comm) ", as a
  * NUL-terminated string in buf.  NULL if the process is gone. */
-static const char *read_stat(long pid, char *buf, size_t size)
+const char *stdio_read_stat(long pid, char *buf, size_t size)
 {
     char path[40] = "/proc/";
     size_t n = 6;
@@ -227,14 +222,15 @@ static const char *read_stat(long pid, char *buf, size_t size)
 static bool proc_parent(long pid, char *state, long *ppid, long *pgrp)
 {
     char buf[512];
-    const char *p = read_stat(pid, buf, sizeof buf);
+    const char *p = stdio_read_stat(pid, buf, sizeof buf);
     unsigned long v, g;
 
     if (!p || !p[0] || p[1] != ' ')
         return false;
     *state = p[0];
     p += 2;
-    if (!parse_num(&p, 10, &v) || *p++ != ' ' || !parse_num(&p, 10, &g))
+    if (!stdio_parse_num(&p, 10, &v) || *p++ != ' ' ||
+        !stdio_parse_num(&p, 10, &g))
         return false;
     *ppid = (long)v;
     *pgrp = (long)g;
@@ -353,7 +349,7 @@ static int walk(struct shim *s, int sig, long skip)
             bool zombie;
 
             off += de->d_reclen;
-            if (*q < '1' || *q > '9' || !parse_num(&q, 10, &pid) || *q ||
+            if (*q < '1' || *q > '9' || !stdio_parse_num(&q, 10, &pid) || *q ||
                 (pid_t)pid == s->self ||
                 !proc_parent((long)pid, &state, &ppid, &pgrp))
                 continue;
@@ -530,219 +526,6 @@ static _Noreturn void finish(const struct shim *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* Giving back the host's memory                                      */
-/* ------------------------------------------------------------------ */
-
-struct vma {
-    unsigned long lo, hi, inode;
-    const char *perms, *name;
-};
-
-struct drop {
-    unsigned long page;           /* the page size */
-    unsigned long sp;             /* an address on our stack */
-    unsigned long arg_lo, arg_hi; /* the command line */
-    unsigned long prev_hi;        /* end of the last file mapping */
-    const unsigned long (*bss)[2]; /* stdio_shim_args.bss (our stack) */
-    size_t nbss;                  /* > STDIO_MAX_BSS: unknown */
-    bool title_ok;                /* the command line is in rw memory */
-    unsigned long r[128][2];      /* ranges to unmap */
-    size_t nr;
-};
-
-static bool parse_vma(char *line, struct vma *v)
-{
-    const char *p = line;
-    unsigned long off;
-
-    if (!parse_num(&p, 16, &v->lo) || *p++ != '-' ||
-        !parse_num(&p, 16, &v->hi) || *p++ != ' ')
-        return false;
-    v->perms = p;
-    if (strlen(p) < 5 || p[4] != ' ')
-        return false;
-    p += 5;
-    if (!parse_num(&p, 16, &off) || *p++ != ' ')
-        return false;
-    while (*p && *p != ' ') /* device */
-        p++;
-    if (*p++ != ' ' || !parse_num(&p, 10, &v->inode))
-        return false;
-    while (*p == ' ')
-        p++;
-    v->name = p;
-    return true;
-}
-
-static void drop_one(struct drop *d, const struct vma *v)
-{
-    unsigned long keep = d->arg_lo & ~(d->page - 1); /* command line */
-    bool rw_private = v->perms[0] == 'r' && v->perms[1] == 'w' &&
-                      v->perms[3] == 'p';
-    bool anon = v->inode == 0 &&
-                (!v->name[0] || strcmp(v->name, "[heap]") == 0 ||
-                 strcmp(v->name, "[stack]") == 0 ||
-                 strncmp(v->name, "[anon:", 6) == 0);
-    unsigned long lo = v->lo, hi = v->hi;
-    bool after_file = v->lo == d->prev_hi; /* a .bss */
-
-    d->prev_hi = v->inode != 0 ? v->hi : 0;
-    if (rw_private && d->arg_lo >= v->lo && d->arg_hi <= v->hi &&
-        d->arg_hi > d->arg_lo)
-        d->title_ok = true;
-    /* The top of the main thread's stack holds the command line and the
-     * environment (/proc/<pid>/cmdline, environ): never unmapped, in
-     * this pass or a later one, when it may no longer be "[stack]". */
-    if (d->arg_hi > d->arg_lo && hi > keep && lo < d->arg_hi)
-        hi = keep;
-    if (!rw_private || !anon || hi <= lo || (d->sp >= lo && d->sp < hi) ||
-        (after_file && d->nbss > STDIO_MAX_BSS))
-        return;
-    /* [lo, hi) less every .bss: a merged neighbour goes, the .bss stays. */
-    while (lo < hi && d->nr < sizeof d->r / sizeof d->r[0]) {
-        unsigned long end = hi;
-        bool inside = false;
-        for (size_t i = 0; i < d->nbss && i < STDIO_MAX_BSS; i++) {
-            if (d->bss[i][0] <= lo && lo < d->bss[i][1]) {
-                lo = d->bss[i][1];
-                inside = true;
-                break;
-            }
-            if (d->bss[i][0] > lo && d->bss[i][0] < end)
-                end = d->bss[i][0];
-        }
-        if (inside)
-            continue;
-        d->r[d->nr][0] = lo;
-        d->r[d->nr][1] = end;
-        d->nr++;
-        lo = end;
-    }
-}
-
-/* Read /proc/self/maps, feeding drop_one every mapping. */
-static bool maps_scan(struct drop *d)
-{
-    char buf[8192];
-    size_t len = 0;
-    bool skip = false;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return false;
-    d->prev_hi = 0;
-    d->nr = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-        size_t start = 0;
-        char *nl;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        while ((nl = memchr(buf + start, '\n', len - start)) != NULL) {
-            struct vma v;
-            *nl = '\0';
-            if (!skip && parse_vma(buf + start, &v))
-                drop_one(d, &v);
-            skip = false;
-            start = (size_t)(nl - buf) + 1;
-        }
-        memmove(buf, buf + start, len - start);
-        len -= start;
-        if (len == sizeof buf - 1) { /* a line longer than buf: drop it */
-            skip = true;
-            len = 0;
-        }
-    }
-    close(fd);
-    return true;
-}
-
-/* The command-line range from /proc/self/stat (fields 48 and 49). */
-static bool arg_range(unsigned long *lo, unsigned long *hi)
-{
-    char buf[1024];
-    const char *p = read_stat(0, buf, sizeof buf);
-    int field = 3; /* p starts at field 3, the state */
-    unsigned long v;
-
-    for (; p && *p; p++) {
-        if (*p != ' ')
-            continue;
-        field++;
-        if (field == 48 || field == 49) {
-            const char *q = p + 1;
-            if (!parse_num(&q, 10, &v))
-                return false;
-            if (field == 48)
-                *lo = v;
-            else {
-                *hi = v;
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-static void prepare(struct drop *d, unsigned long page)
-{
-    memset(d, 0, sizeof *d);
-    d->page = page;
-    if (!arg_range(&d->arg_lo, &d->arg_hi))
-        d->arg_lo = d->arg_hi = 0;
-}
-
-/* prctl as the bare system call.  A sanitizer's prctl interceptor
- * records PR_SET_NAME in its thread registry under a lock that another
- * host thread may have held when we forked: the shim then waited forever
- * and the App's start timed out (seen under ASan, about one start in two
- * hundred while startup threads came and went).  */
-static int shim_prctl(int option, unsigned long arg)
-{
-    return (int)syscall(SYS_prctl, option, arg, 0UL, 0UL, 0UL);
-}
-
-/* argv becomes "aur-contain" "<package>" (ps, /proc/<pid>/cmdline), the
- * thread name "aur-contain". */
-static void set_title(const char *title, unsigned long page)
-{
-    struct drop d;
-
-    shim_prctl(PR_SET_NAME, (unsigned long)"aur-contain");
-    prepare(&d, page);
-    d.sp = 0;
-    if (maps_scan(&d) && d.title_ok) {
-        char *a = (char *)d.arg_lo;
-        size_t room = d.arg_hi - d.arg_lo, n = 0;
-        static const char head[] = "aur-contain";
-        for (size_t i = 0; i < sizeof head && n < room; i++)
-            a[n++] = head[i]; /* with its NUL */
-        for (size_t i = 0; title[i] && n < room; i++)
-            a[n++] = title[i];
-        memset(a + n, 0, room - n);
-        a[room - 1] = '\0';
-    }
-}
-
-static void drop_memory(const struct stdio_shim_args *a)
-{
-    struct drop d;
-    char here = 0;
-
-    prepare(&d, a->page);
-    d.sp = (unsigned long)&here;
-    d.bss = a->bss; /* on the spawner's stack, which is ours: kept */
-    d.nbss = a->nbss;
-    /* A few passes: munmap while reading maps would skip lines. */
-    for (int pass = 0; pass < 8 && maps_scan(&d) && d.nr > 0; pass++)
-        for (size_t i = 0; i < d.nr; i++)
-            munmap((void *)d.r[i][0], d.r[i][1] - d.r[i][0]);
-}
-
-/* ------------------------------------------------------------------ */
 /* The App, between the shim's fork and exec                          */
 /* ------------------------------------------------------------------ */
 
@@ -751,7 +534,7 @@ static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim)
     sigset_t none;
 
     /* Tied to the shim, which is single-threaded: it dies with it. */
-    if (shim_prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+    if (stdio_shim_prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         goto fail;
     if (getppid() != shim)
         _exit(127);
@@ -826,14 +609,15 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
             sigaction(sig, &dfl, NULL);
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    if (shim_prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
+    if (stdio_shim_prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
         goto fail;
     /* The host may have died before prctl took effect. */
     if (getppid() != a->host)
         _exit(127);
-    if (setpgid(0, 0) != 0 || shim_prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    if (setpgid(0, 0) != 0 ||
+        stdio_shim_prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
         goto fail;
-    (void)shim_prctl(PR_SET_DUMPABLE, 0);
+    (void)stdio_shim_prctl(PR_SET_DUMPABLE, 0);
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGCHLD);
     sigaddset(&sigs, SIGTERM);
@@ -861,7 +645,7 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
         char title[sizeof a->title];
         memcpy(title, a->title, sizeof title);
         title[sizeof title - 1] = '\0';
-        set_title(title, a->page);
+        stdio_shim_title(title, a->page);
     }
     memset(&s, 0, sizeof s);
     s.self = getpid();
@@ -883,7 +667,7 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
 
     /* From here on, a's pointers (the host's heap) are off limits. */
     if (a->drop_memory && !under_valgrind())
-        drop_memory(a);
+        stdio_shim_drop_memory(a);
 
     for (;;) {
         struct pollfd p[2] = {{.fd = FD_SIG, .events = POLLIN},

@@ -252,6 +252,21 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
  * under sanitizers, whose runtimes need their fork interceptor. */
 pid_t stdio_fork(void);
 
+/* The supervisor's async-signal-safe helpers (stdio_contain.c): a number
+ * at *p (advanced past it); /proc/<pid>/stat from its third field (pid
+ * 0: our own), NULL if unreadable. */
+bool stdio_parse_num(const char **p, int base, unsigned long *out);
+const char *stdio_read_stat(long pid, char *buf, size_t size);
+
+/* ---- stdio_shim_mem.c: the supervisor's name and memory ------------- */
+
+/* prctl as the bare system call (no sanitizer interceptor, see there). */
+int stdio_shim_prctl(int option, unsigned long arg);
+/* Name it "aur-contain", its command line "aur-contain <title>". */
+void stdio_shim_title(const char *title, unsigned long page);
+/* Give back the host's memory (a->bss kept). */
+void stdio_shim_drop_memory(const struct stdio_shim_args *a);
+
 /* Monotonic milliseconds (async-signal-safe: clock_gettime only). */
 int64_t stdio_mono_ms(void);
 

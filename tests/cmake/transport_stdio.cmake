@@ -5,6 +5,7 @@ add_executable(stdio_child ${CMAKE_CURRENT_LIST_DIR}/../fixtures/stdio_child.c)
 aur_add_check(check_transport_stdio
               SOURCES plugins/transport-stdio/check_transport_stdio.c
                       plugins/transport-stdio/check_transport_stdio_spawn.c
+                      plugins/transport-stdio/check_transport_stdio_start.c
                       fixtures/stdio_host.c
                       support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 Suite *stdio_spawn_suite(void);
+Suite *stdio_start_suite(void);
 
 /* ------------------------------------------------------------------ */
 /* Frames                                                             */
@@ -730,6 +731,7 @@ int main(void)
     int failed;
 
     srunner_add_suite(sr, stdio_spawn_suite());
+    srunner_add_suite(sr, stdio_start_suite());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_ENV);
     failed = srunner_ntests_failed(sr);

@@ -252,9 +252,11 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
  * under sanitizers, whose runtimes need their fork interceptor. */
 pid_t stdio_fork(void);
 
-/* The supervisor's async-signal-safe helpers (stdio_contain.c): a number
- * at *p (advanced past it); /proc/<pid>/stat from its third field (pid
- * 0: our own), NULL if unreadable. */
+/* ---- stdio_proc.c: /proc for the supervisor (async-signal-safe) ---- */
+
+/* A number at *p in base 10 or 16, *p advanced past it; false if none.
+ * /proc/<pid>/stat (pid 0: our own) after "(comm) " in buf, NULL if the
+ * process is gone. */
 bool stdio_parse_num(const char **p, int base, unsigned long *out);
 const char *stdio_read_stat(long pid, char *buf, size_t size);
 

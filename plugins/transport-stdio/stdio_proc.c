@@ -1,0 +1,79 @@
+/*
+ * stdio_proc.c - reading /proc from the supervisor (stdio_contain.c,
+ * stdio_shim_mem.c): a fork of a multi-threaded process, so system calls
+ * and loops over the caller's buffers only, no stdio, no malloc.
+ */
+#define _GNU_SOURCE
+#include "stdio_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Decimal digits of v into buf (no NUL); returns the length. */
+static size_t fmt_dec(char *buf, unsigned long v)
+{
+    char t[24];
+    size_t n = 0, i;
+
+    do
+        t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (i = 0; i < n; i++)
+        buf[i] = t[n - 1 - i];
+    return n;
+}
+
+bool stdio_parse_num(const char **p, int base, unsigned long *out)
+{
+    const char *s = *p;
+    unsigned long v = 0;
+
+    for (;; s++) {
+        int d;
+        if (*s >= '0' && *s <= '9')
+            d = *s - '0';
+        else if (base == 16 && *s >= 'a' && *s <= 'f')
+            d = *s - 'a' + 10;
+        else
+            break;
+        v = v * (unsigned long)base + (unsigned long)d;
+    }
+    if (s == *p)
+        return false;
+    *p = s;
+    *out = v;
+    return true;
+}
+
+/* /proc/<pid>/stat of pid (0: self): the fields after "(comm) ", as a
+ * NUL-terminated string in buf.  NULL if the process is gone. */
+const char *stdio_read_stat(long pid, char *buf, size_t size)
+{
+    char path[40] = "/proc/";
+    size_t n = 6;
+    ssize_t got;
+    char *rp;
+    int fd;
+
+    if (pid > 0)
+        n += fmt_dec(path + n, (unsigned long)pid);
+    else {
+        memcpy(path + n, "self", 4);
+        n += 4;
+    }
+    memcpy(path + n, "/stat", 6);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    do
+        got = read(fd, buf, size - 1);
+    while (got < 0 && errno == EINTR);
+    close(fd);
+    if (got <= 0)
+        return NULL;
+    buf[got] = '\0';
+    rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -86,28 +87,24 @@ static int cmd_discover(const char *dir)
     return EXIT_OK;
 }
 
+#define MAX_STDIN (64u << 20)
+
 /* All of stdin, bounded (tool arguments are not meant to be huge). */
 static char *read_stdin(size_t *len)
 {
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        if (got == 0)
-            break;
-        if (n == cap) {
-            char *g = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
-            if (!g) {
-                free(buf);
-                return NULL;
-            }
-            buf = g;
-            cap *= 2;
+    struct aur__buf b = {0};
+    char chunk[65536];
+    size_t got;
+
+    while ((got = fread(chunk, 1, sizeof chunk, stdin)) > 0)
+        if (aur__buf_put(&b, chunk, got, MAX_STDIN) != 0) {
+            free(b.p);
+            return NULL;
         }
-    }
-    *len = n;
-    return buf;
+    if (!b.p && aur__buf_put(&b, "", 0, MAX_STDIN) != 0)
+        return NULL;
+    *len = b.n;
+    return b.p;
 }
 
 static int cmd_call(const char *dir, const char *tool, const char *args_text)

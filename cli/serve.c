@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
+#include "grow.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -313,19 +314,17 @@ static int next_line(struct server *s, const char **line, size_t *len,
             s->off = 0;
         }
         if (s->n == s->cap) {
-            if (s->cap >= MAX_LINE) {
+            char *g = aur__grow(s->buf, &s->cap, s->n + 1, 1, 0, MAX_LINE);
+            if (g) {
+                s->buf = g;
+            } else if (errno == EFBIG) {
                 /* An endless line: answer once, skip to its end. */
                 respond(s, NULL, NULL, "bad_request", "line too long");
                 s->dropping = true;
                 s->n = s->scan = 0;
             } else {
-                char *g = realloc(s->buf, s->cap * 2);
-                if (!g) {
-                    s->eof = true;
-                    return 0;
-                }
-                s->buf = g;
-                s->cap *= 2;
+                s->eof = true;
+                return 0;
             }
         }
         struct pollfd p[4] = {{0, POLLIN, 0}};

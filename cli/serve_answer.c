@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
+#include "grow.h"
 
 #include <inttypes.h>
 #include <json-c/json.h>
@@ -16,29 +17,14 @@
 #include <string.h>
 
 struct line {
-    char *p;
-    size_t n, cap;
+    struct aur__buf b;
     bool oom;
 };
 
 static void put(struct line *l, const char *s, size_t n)
 {
-    if (l->oom)
-        return;
-    if (n > l->cap - l->n) {
-        size_t cap = l->cap ? l->cap : 256;
-        char *g;
-        while (n > cap - l->n)
-            cap *= 2;
-        if (!(g = realloc(l->p, cap))) {
-            l->oom = true;
-            return;
-        }
-        l->p = g;
-        l->cap = cap;
-    }
-    memcpy(l->p + l->n, s, n);
-    l->n += n;
+    if (!l->oom && aur__buf_put(&l->b, s, n, SIZE_MAX) != 0)
+        l->oom = true;
 }
 
 static void put_lit(struct line *l, const char *s)
@@ -124,7 +110,7 @@ static void put_scopes(struct line *l, const char *key,
 char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
                       size_t *len)
 {
-    struct line l = {NULL, 0, 0, false};
+    struct line l = {{NULL, 0, 0}, false};
 
     put_lit(&l, "{\"id\":");
     put_value(&l, id);
@@ -138,9 +124,9 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
     }
     put(&l, "}}\n", 3);
     if (l.oom) {
-        free(l.p);
+        free(l.b.p);
         return NULL;
     }
-    *len = l.n;
-    return l.p;
+    *len = l.b.n;
+    return l.b.p;
 }

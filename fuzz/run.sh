@@ -54,7 +54,7 @@ PKG_LIBS=$(pkg-config --libs json-c inih sqlite3 libcurl) || exit 2
 sources() {
     local c=$ROOT/lib p=$ROOT/plugins
     case $1 in
-    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/jsonx/*.c $c/aurx/utf8.c" ;;
+    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" ;;
     fuzz_names)
         echo "$ROOT/fuzz/fuzz_names.c $c/names/*.c" \
             "$c/aurx/env_rule.c $c/aurx/utf8.c" ;;
@@ -65,21 +65,22 @@ sources() {
             "$p/transport-http/http_config.c $p/transport-http/http_url.c" ;;
     fuzz_rpc_frames)
         echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c" \
-            "$c/aurx/utf8.c $c/aurx/mono.c" \
+            "$c/aurx/utf8.c $c/aurx/mono.c $c/aurx/grow.c" \
             "$c/rpc/*.c $c/base/*.c $c/engine/call_reply.c" \
             "$c/engine/util.c" ;;
     fuzz_call_reply)
-        echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c $c/aurx/utf8.c" \
+        echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" \
             "$c/engine/call_reply.c $c/engine/util.c" ;;
-    fuzz_sse) echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c" ;;
+    fuzz_sse)
+        echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c $c/aurx/grow.c" ;;
     fuzz_url)
         echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" ;;
     fuzz_scope)
         echo "$ROOT/fuzz/fuzz_scope.c $p/ext-tool-contract/tc_scope.c" \
-            "$p/ext-tool-contract/tc_plugin.c $c/jsonx/*.c $c/aurx/utf8.c" ;;
+            "$p/ext-tool-contract/tc_plugin.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" ;;
     fuzz_event)
         echo "$ROOT/fuzz/fuzz_event.c $p/ext-world-events/we_validate.c" \
-            "$c/jsonx/*.c $c/aurx/utf8.c $c/aurx/rfc3339.c" ;;
+            "$c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c $c/aurx/rfc3339.c" ;;
     *) return 1 ;;
     esac
 }

@@ -17,6 +17,7 @@
 #include <aurora/aur_host.h>
 
 #include "config_int.h"
+#include "grow.h"
 #include "names.h"
 
 #define APPS_DIR "apps.d"
@@ -338,27 +339,7 @@ static int parse_app(struct app_doc *d)
 static int push_kv(struct aur__ini_sec *sec, const char *key,
                    const char *value, int line)
 {
-    struct aur__kv *kv;
-
-    if (sec->cfg.n == sec->cap) {
-        size_t cap = sec->cap ? sec->cap * 2 : 4;
-        kv = realloc(sec->cfg.kv, cap * sizeof *kv);
-        if (!kv)
-            return AUR_E_NOMEM;
-        sec->cfg.kv = kv;
-        sec->cap = cap;
-    }
-    kv = &sec->cfg.kv[sec->cfg.n];
-    kv->key = strdup(key);
-    kv->value = strdup(value);
-    kv->line = line;
-    if (!kv->key || !kv->value) {
-        free(kv->key);
-        free(kv->value);
-        return AUR_E_NOMEM;
-    }
-    sec->cfg.n++;
-    return AUR_OK;
+    return aur__ini_add(sec, key, strlen(key), value, strlen(value), line);
 }
 
 /* The transport's keys, then the host's added: package, timeout_ms and
@@ -473,7 +454,7 @@ static int list_files(struct aur__cfg_ctx *ctx, char ***out, size_t *n)
 {
     char *path = aur__path_join(ctx->dir, APPS_DIR);
     struct dirent *e;
-    char **v = NULL;
+    char **v = NULL, **nv;
     size_t cap = 0;
     int rc = AUR_OK;
     DIR *dh;
@@ -498,15 +479,11 @@ static int list_files(struct aur__cfg_ctx *ctx, char ***out, size_t *n)
                                "more than %d App files", MAX_APP_FILES);
             break;
         }
-        if (*n == cap) {
-            char **nv = realloc(v, (cap ? cap * 2 : 16) * sizeof *v);
-            if (!nv) {
-                rc = aur__cfg_nomem(ctx, APPS_DIR);
-                break;
-            }
-            v = nv;
-            cap = cap ? cap * 2 : 16;
+        if (!(nv = aur__grow(v, &cap, *n + 1, sizeof *v, 16, SIZE_MAX))) {
+            rc = aur__cfg_nomem(ctx, APPS_DIR);
+            break;
         }
+        v = nv;
         if (!(v[*n] = aur__path_join(APPS_DIR, e->d_name))) {
             rc = aur__cfg_nomem(ctx, APPS_DIR);
             break;

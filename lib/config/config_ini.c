@@ -26,6 +26,7 @@
 #include <aurora/aur_host.h>
 
 #include "config_int.h"
+#include "grow.h"
 #include "names.h"
 
 #define MAX_FILE_BYTES (1024 * 1024)
@@ -55,20 +56,19 @@ static int rd_fail(struct rd *r, const char *key, const char *what)
 
 static bool blank(int c) { return c == ' ' || c == '\t'; }
 
+/* *s, *n without leading blanks and trailing blanks or CR. */
+static void trim(const char **s, size_t *n)
+{
+    while (*n > 0 && blank((unsigned char)**s))
+        ++*s, --*n;
+    while (*n > 0 && (blank((unsigned char)(*s)[*n - 1]) || (*s)[*n - 1] == '\r'))
+        --*n;
+}
+
 static char *dup_trimmed(const char *s, size_t n)
 {
-    char *d;
-
-    while (n > 0 && blank((unsigned char)*s))
-        s++, n--;
-    while (n > 0 && (blank((unsigned char)s[n - 1]) || s[n - 1] == '\r'))
-        n--;
-    d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
+    trim(&s, &n);
+    return strndup(s, n);
 }
 
 static int add_section(struct rd *r, const char *name, size_t n)
@@ -96,7 +96,8 @@ static int add_section(struct rd *r, const char *name, size_t n)
             return r->rc;
         }
     }
-    secs = realloc(ini->secs, (ini->nsecs + 1) * sizeof *secs);
+    secs = aur__grow(ini->secs, &ini->cap, ini->nsecs + 1, sizeof *secs, 8,
+                     SIZE_MAX);
     if (!secs) {
         free(nm);
         return r->rc = aur__cfg_nomem(r->ctx, ini->file);
@@ -114,37 +115,39 @@ static int add_section(struct rd *r, const char *name, size_t n)
 static int add_kv(struct rd *r, const char *key, size_t klen,
                   const char *val, size_t vlen)
 {
-    struct aur__ini_sec *sec;
-    struct aur__kv *kv;
-
     if (klen == 0)
         return rd_fail(r, NULL, "empty key name");
     if (r->ini->nsecs == 0) {
         char name[64];
-        char *k = dup_trimmed(key, klen);
-        if (!k)
-            return r->rc = aur__cfg_nomem(r->ctx, r->ini->file);
-        snprintf(name, sizeof name, "%s", k);
-        free(k);
+        trim(&key, &klen);
+        snprintf(name, sizeof name, "%.*s", (int)(klen < 63 ? klen : 63), key);
         return rd_fail(r, name, "key outside any [section]");
     }
-    sec = &r->ini->secs[r->ini->nsecs - 1];
-    if (sec->cfg.n == sec->cap) {
-        size_t cap = sec->cap ? sec->cap * 2 : 8;
-        kv = realloc(sec->cfg.kv, cap * sizeof *kv);
-        if (!kv)
-            return r->rc = aur__cfg_nomem(r->ctx, r->ini->file);
-        sec->cfg.kv = kv;
-        sec->cap = cap;
-    }
-    kv = &sec->cfg.kv[sec->cfg.n];
-    kv->key = dup_trimmed(key, klen);
-    kv->value = dup_trimmed(val, vlen);
-    kv->line = r->line;
+    trim(&key, &klen);
+    trim(&val, &vlen);
+    if (aur__ini_add(&r->ini->secs[r->ini->nsecs - 1], key, klen, val, vlen,
+                     r->line) != AUR_OK)
+        return r->rc = aur__cfg_nomem(r->ctx, r->ini->file);
+    return AUR_OK;
+}
+
+int aur__ini_add(struct aur__ini_sec *sec, const char *key, size_t klen,
+                 const char *value, size_t vlen, int line)
+{
+    struct aur__kv *kv = aur__grow(sec->cfg.kv, &sec->cap, sec->cfg.n + 1,
+                                   sizeof *kv, 8, SIZE_MAX);
+
+    if (!kv)
+        return AUR_E_NOMEM;
+    sec->cfg.kv = kv;
+    kv = &kv[sec->cfg.n];
+    kv->key = strndup(key, klen);
+    kv->value = strndup(value, vlen);
+    kv->line = line;
     if (!kv->key || !kv->value) {
         free(kv->key);
         free(kv->value);
-        return r->rc = aur__cfg_nomem(r->ctx, r->ini->file);
+        return AUR_E_NOMEM;
     }
     sec->cfg.n++;
     return AUR_OK;

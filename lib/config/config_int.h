@@ -29,7 +29,7 @@ struct aur__ini_sec {
 struct aur__ini {
     char *file; /* the name shown in errors, e.g. "apps.d/clock.ini" */
     struct aur__ini_sec *secs;
-    size_t nsecs;
+    size_t nsecs, cap;
 };
 
 /* What a load is working on: where errors go. */
@@ -61,6 +61,11 @@ void aur__ini_free(struct aur__ini *ini);
 
 /* The section named name, or NULL. */
 struct aur__ini_sec *aur__ini_find(struct aur__ini *ini, const char *name);
+
+/* A copy of key and value (klen, vlen bytes; taken as they are) added to
+ * sec, read on line.  AUR_OK or AUR_E_NOMEM (sec unchanged). */
+int aur__ini_add(struct aur__ini_sec *sec, const char *key, size_t klen,
+                 const char *value, size_t vlen, int line);
 
 /* Release the strings and the kv array of cfg (not cfg itself). */
 void aur__cfg_release(struct aur_cfg *cfg);

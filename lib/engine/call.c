@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "grow.h"
 #include "jsonx.h"
 #include "log.h"
 
@@ -77,7 +78,7 @@ static struct json_object *copy_scopes(struct json_object *v)
         c = json_object_new_object();
         json_object_object_foreach(v, k, val) {
             /* The two keys every scopes object has need no copy: static
-             * keys, like the parser's vocabulary (jsonx_parse.c). */
+             * keys, like the parser's vocabulary (jsonx_lex.c). */
             const char *key = strcmp(k, "observe") == 0   ? "observe"
                               : strcmp(k, "publish") == 0 ? "publish"
                                                           : NULL;
@@ -154,27 +155,11 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
     return AUR_OK;
 }
 
-/* A growable string: joins are on the hot path, so no stdio streams. */
-struct sbuf {
-    char *p;
-    size_t n, cap;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
+/* Joins are on the hot path, so no stdio streams. */
+static void sb_add(struct aur__buf *b, const char *s, size_t n)
 {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *g = realloc(b->p, cap);
-        if (!g)
-            abort(); /* a tool result that cannot be held: fatal */
-        b->p = g;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
+    if (aur__buf_put(b, s, n, SIZE_MAX) != 0)
+        abort(); /* a tool result that cannot be held: fatal */
 }
 
 /* The error text (*len its bytes): the non-empty text blocks, else
@@ -183,7 +168,7 @@ static char *error_text(struct json_object *content, struct json_object *sc,
                         size_t *len)
 {
     size_t n = json_object_array_length(content);
-    struct sbuf b = {0};
+    struct aur__buf b = {0};
     for (size_t i = 0; i < n; i++) {
         struct json_object *o = json_object_array_get_idx(content, i), *ty, *tx;
         if (json_object_object_get_ex(o, "type", &ty) &&
@@ -237,7 +222,7 @@ static char *unsupported_types(struct json_object *content)
             types[k] = types[k - 1];
             types[k - 1] = x;
         }
-    struct sbuf b = {0};
+    struct aur__buf b = {0};
     for (size_t i = 0; i < nt; i++) {
         size_t l = strlen(types[i]);
         if (i)
@@ -253,7 +238,7 @@ static char *unsupported_types(struct json_object *content)
 static char *success_text(struct json_object *content, size_t *len)
 {
     size_t n = json_object_array_length(content);
-    struct sbuf b = {0};
+    struct aur__buf b = {0};
     bool first = true;
     for (size_t i = 0; i < n; i++) {
         struct json_object *tx;

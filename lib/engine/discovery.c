@@ -11,6 +11,7 @@
 #include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "grow.h"
 #include "jsonx.h"
 #include "log.h"
 #include "names.h"
@@ -132,7 +133,7 @@ static void free_tools(struct aur__app *app)
         aur__tool_free(app->tools[i]);
     free(app->tools);
     app->tools = NULL;
-    app->ntools = 0;
+    app->ntools = app->tools_cap = 0;
 }
 
 /* s[0..n) without surrounding whitespace, as a new string (*len its
@@ -322,8 +323,9 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
     }
     if (!t->scopes)
         t->scopes = json_object_get(defaults);
-    struct aur__tool **grown =
-        realloc(app->tools, (app->ntools + 1) * sizeof *grown);
+    struct aur__tool **grown = aur__grow(app->tools, &app->tools_cap,
+                                         app->ntools + 1, sizeof *grown, 16,
+                                         SIZE_MAX);
     if (!grown || !t->raw_name || !name_set_add(names, t->raw_name)) {
         if (grown)
             app->tools = grown;
@@ -370,14 +372,10 @@ static bool cursors_seen_add(struct cursors *c, const char *s, size_t n)
     for (size_t i = 0; i < c->n; i++)
         if (c->h[i] == h)
             return true;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        uint64_t *g = realloc(c->h, cap * sizeof *g);
-        if (!g)
-            return true;
-        c->h = g;
-        c->cap = cap;
-    }
+    uint64_t *g = aur__grow(c->h, &c->cap, c->n + 1, sizeof *g, 16, SIZE_MAX);
+    if (!g)
+        return true;
+    c->h = g;
     c->h[c->n++] = h;
     return false;
 }

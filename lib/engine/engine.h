@@ -93,7 +93,7 @@ struct aur__app {
 
     /* tools in discovery order (startup thread, frozen after ready) */
     struct aur__tool **tools;
-    size_t ntools;
+    size_t ntools, tools_cap;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;

@@ -17,49 +17,32 @@
 
 #include <json-c/json.h>
 
+#include "grow.h"
 #include "jsonx_int.h"
 #include "jsonx.h"
 
 #define MAX_DEPTH 1000
-
-struct obuf {
-    char *b;
-    size_t len, cap;
-};
 
 struct member {
     const char *key;
     struct json_object *val;
 };
 
-static int put(struct obuf *o, const void *p, size_t n,
+static int put(struct aur__buf *o, const void *p, size_t n,
                struct aur_error *err)
 {
-    if (o->cap - o->len <= n) {
-        size_t cap = o->cap ? o->cap : 256;
-        char *b;
-
-        while (cap - o->len <= n)
-            cap *= 2;
-        b = realloc(o->b, cap);
-        if (!b)
-            return aur_fail(err, AUR_E_NOMEM, ENOMEM,
-                            "out of memory while serialising JSON");
-        o->b = b;
-        o->cap = cap;
-    }
-    memcpy(o->b + o->len, p, n);
-    o->len += n;
-    o->b[o->len] = '\0';
+    if (aur__buf_put(o, p, n, SIZE_MAX) != 0)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM,
+                        "out of memory while serialising JSON");
     return AUR_OK;
 }
 
-static int put_str(struct obuf *o, const char *s, struct aur_error *err)
+static int put_str(struct aur__buf *o, const char *s, struct aur_error *err)
 {
     return put(o, s, strlen(s), err);
 }
 
-static int put_quoted(struct obuf *o, const char *str, size_t n,
+static int put_quoted(struct aur__buf *o, const char *str, size_t n,
                       struct aur_error *err)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -113,10 +96,10 @@ static int member_cmp(const void *a, const void *b)
                   ((const struct member *)b)->key);
 }
 
-static int emit(struct obuf *o, struct json_object *v, int depth,
+static int emit(struct aur__buf *o, struct json_object *v, int depth,
                 struct aur_error *err);
 
-static int emit_object(struct obuf *o, struct json_object *v, int depth,
+static int emit_object(struct aur__buf *o, struct json_object *v, int depth,
                        struct aur_error *err)
 {
     size_t n = (size_t)json_object_object_length(v), i = 0;
@@ -164,7 +147,7 @@ out:
     return rc;
 }
 
-static int emit(struct obuf *o, struct json_object *v, int depth,
+static int emit(struct aur__buf *o, struct json_object *v, int depth,
                 struct aur_error *err)
 {
     char num[AUR__JSON_REPR_SIZE];
@@ -216,19 +199,19 @@ static int emit(struct obuf *o, struct json_object *v, int depth,
 int aur__json_canonical(struct json_object *v, char **out, size_t *len,
                         struct aur_error *err)
 {
-    struct obuf o = {0};
+    struct aur__buf o = {0};
     int rc;
 
     if (!out)
         return aur_fail(err, AUR_E_INVAL, 0, "no output pointer");
     rc = emit(&o, v, 0, err);
     if (rc != AUR_OK) {
-        free(o.b);
+        free(o.p);
         return rc;
     }
-    *out = o.b;
+    *out = o.p;
     if (len)
-        *len = o.len;
+        *len = o.n;
     return AUR_OK;
 }
 

@@ -30,6 +30,8 @@
 
 #include <curl/curl.h>
 
+#include "grow.h"
+
 /* ---- http_sse.c ----------------------------------------------------- */
 
 /* One dispatched event.  All pointers borrowed for the callback only;
@@ -166,8 +168,7 @@ struct aur_conn {
     char *url;              /* canonical configured URL */
     char origin[HTTP_ORIGIN_SIZE];
     char *auth_header;      /* "Authorization: Bearer ..." or NULL */
-    char *ca_blob;          /* system bundle + ca_file, or NULL */
-    size_t ca_len;
+    struct aur__buf ca;     /* system bundle + ca_file; ca.p NULL if none */
     int64_t timeout_ms;
 
     pthread_mutex_t mu;

@@ -300,8 +300,9 @@ static int start_stream_locked(struct aur_conn *c, struct http_job *j,
 /* open / close                                                       */
 /* ------------------------------------------------------------------ */
 
-/* Append the file at path to *buf (bounded).  0 or an errno. */
-static int slurp(const char *path, char **buf, size_t *len)
+/* Append the file at path to b (bounded), ending in a newline.  0 or an
+ * errno. */
+static int slurp(const char *path, struct aur__buf *b)
 {
     FILE *f = fopen(path, "rb");
     char chunk[8192];
@@ -310,27 +311,13 @@ static int slurp(const char *path, char **buf, size_t *len)
 
     if (!f)
         return errno ? errno : EIO;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        char *b;
-        if (*len + n + 2 > MAX_PEM) {
-            rc = EFBIG;
-            break;
-        }
-        if (!(b = realloc(*buf, *len + n + 2))) {
-            rc = ENOMEM;
-            break;
-        }
-        *buf = b;
-        memcpy(*buf + *len, chunk, n);
-        *len += n;
-    }
+    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        rc = aur__buf_put(b, chunk, n, MAX_PEM - 2);
     if (!rc && ferror(f))
         rc = EIO;
     fclose(f);
-    if (!rc && *buf) {
-        (*buf)[(*len)++] = '\n'; /* a file without a final newline */
-        (*buf)[*len] = '\0';
-    }
+    if (!rc && b->p) /* a file without a final newline */
+        rc = aur__buf_put(b, "\n", 1, MAX_PEM - 1);
     return rc;
 }
 
@@ -345,7 +332,7 @@ static void conn_free(struct aur_conn *c)
     }
     free(c->package);
     free(c->url);
-    free(c->ca_blob);
+    free(c->ca.p);
     free(c->session);
     http_xh_conn_free(c);
     free(c->workers);
@@ -393,8 +380,8 @@ static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
             return err->code;
         /* CAINFO_BLOB replaces curl's default bundle: keep the system
          * trust store and add ca_file to it. */
-        (void)slurp(SYSTEM_BUNDLE, &c->ca_blob, &c->ca_len);
-        e = slurp(ca, &c->ca_blob, &c->ca_len);
+        (void)slurp(SYSTEM_BUNDLE, &c->ca);
+        e = slurp(ca, &c->ca);
         free(ca);
         if (e)
             return aur_fail(err, AUR_E_CONFIG, e,

@@ -289,8 +289,8 @@ static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_blob) {
-        struct curl_blob b = {c->ca_blob, c->ca_len, CURL_BLOB_NOCOPY};
+    if (c->ca.p) {
+        struct curl_blob b = {c->ca.p, c->ca.n, CURL_BLOB_NOCOPY};
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
     }
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

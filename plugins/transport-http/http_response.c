@@ -273,17 +273,14 @@ size_t http_xfer_on_body(char *p, size_t sz, size_t n, void *ud)
             x->too_big = true;
             return 0;
         }
-        if (x->len + len > x->cap) {
-            size_t cap = x->cap ? x->cap : 4096;
-            char *b;
-            while (cap < x->len + len)
-                cap *= 2;
-            if (!(b = realloc(x->buf, cap))) {
+        {
+            char *b = aur__grow(x->buf, &x->cap, x->len + len, 1, 4096,
+                                x->limit);
+            if (!b) {
                 x->too_big = true;
                 return 0;
             }
             x->buf = b;
-            x->cap = cap;
         }
         memcpy(x->buf + x->len, p, len);
         x->len += len;

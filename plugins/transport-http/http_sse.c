@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "http_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,23 +56,13 @@ void sse_free(struct sse_parser *p)
 /* Grow *buf to hold need bytes (plus a NUL), never past max + 1. */
 static int reserve(char **buf, size_t *cap, size_t need, size_t max)
 {
-    size_t n;
-    char *b;
+    /* The budget bounds the first block too: a line or event never
+     * grows past it. */
+    char *b = aur__grow(*buf, cap, need, 1, 256, max + 1);
 
-    /* The budget first: the first block may be larger than a small
-     * budget, and must not let a line or event grow past it. */
-    if (need > max + 1)
-        return SSE_TOO_BIG;
-    if (need <= *cap)
-        return SSE_OK;
-    n = *cap ? *cap : max + 1 < 256 ? max + 1 : 256;
-    while (n < need)
-        n = n > (max + 1) / 2 ? max + 1 : n * 2;
-    b = realloc(*buf, n);
     if (!b)
-        return SSE_NOMEM;
+        return errno == EFBIG ? SSE_TOO_BIG : SSE_NOMEM;
     *buf = b;
-    *cap = n;
     return SSE_OK;
 }
 

@@ -46,7 +46,7 @@ struct xh_param {
 struct xh_tool {
     char *tool;
     struct xh_param *p;
-    size_t n;
+    size_t n, cap;
 };
 
 struct xh_table {
@@ -165,7 +165,7 @@ static int add_param(struct walk *w, const char *name)
     struct xh_tool *t = w->t;
     struct xh_param *p, *grown;
 
-    grown = realloc(t->p, (t->n + 1) * sizeof *grown);
+    grown = aur__grow(t->p, &t->cap, t->n + 1, sizeof *grown, 4, SIZE_MAX);
     if (!grown)
         return aur_fail(w->err, AUR_E_NOMEM, 0, "out of memory");
     t->p = grown;
@@ -368,16 +368,11 @@ static int by_name(const void *a, const void *b)
 static bool pending_add(struct aur_conn *c, struct xh_tool *t)
 {
     struct xh_table *tb = c->xh_pending;
-    if (tb->n >= XH_MAX_TOOLS)
+    struct xh_tool **v = aur__grow(tb->v, &tb->cap, tb->n + 1, sizeof *v, 16,
+                                   XH_MAX_TOOLS);
+    if (!v)
         return false;
-    if (tb->n == tb->cap) {
-        size_t cap = tb->cap ? tb->cap * 2 : 16;
-        struct xh_tool **v = realloc(tb->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        tb->v = v;
-        tb->cap = cap;
-    }
+    tb->v = v;
     tb->v[tb->n++] = t;
     return true;
 }

@@ -12,6 +12,7 @@
  * the I/O thread or by a caller in an assist, removes under mu.
  */
 #define _GNU_SOURCE
+#include "grow.h"
 #include "stdio_int.h"
 
 #include <stdlib.h>
@@ -45,18 +46,12 @@ void stdio_ids_remove(struct stdio_child *ch, int64_t id)
 /* mu held.  Full or out of memory: not remembered (no assist then). */
 void stdio_ids_add(struct stdio_child *ch, int64_t id)
 {
-    if (ch->n_ids == ch->cap_ids) {
-        size_t cap = ch->cap_ids ? ch->cap_ids * 2 : 8;
-        int64_t *g;
+    int64_t *g = aur__grow(ch->ids, &ch->cap_ids, ch->n_ids + 1, sizeof *g, 8,
+                           MAX_IDS);
 
-        if (cap > MAX_IDS)
-            return;
-        g = realloc(ch->ids, cap * sizeof *g);
-        if (!g)
-            return;
-        ch->ids = g;
-        ch->cap_ids = cap;
-    }
+    if (!g)
+        return;
+    ch->ids = g;
     ch->ids[ch->n_ids] = id;
     __atomic_store_n(&ch->n_ids, ch->n_ids + 1, __ATOMIC_RELAXED);
 }

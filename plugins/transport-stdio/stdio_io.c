@@ -10,6 +10,7 @@
  * between threads.
  */
 #define _GNU_SOURCE
+#include "grow.h"
 #include "stdio_int.h"
 
 #include <errno.h>
@@ -239,21 +240,13 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
 
 static bool line_append(struct stdio_child *ch, const char *p, size_t n)
 {
-    size_t need = ch->line_len + n, cap = ch->line_cap;
+    size_t need = ch->line_len + n;
     size_t max = ch->conn->st->max_line + 1; /* room for a CR */
+    char *nb = aur__grow(ch->line, &ch->line_cap, need, 1, CHUNK, max);
 
-    if (need > cap) {
-        char *nb;
-        if (cap < CHUNK)
-            cap = CHUNK;
-        while (cap < need)
-            cap = cap > max / 2 ? max : cap * 2;
-        nb = realloc(ch->line, cap);
-        if (!nb)
-            return false;
-        ch->line = nb;
-        ch->line_cap = cap;
-    }
+    if (!nb)
+        return false;
+    ch->line = nb;
     memcpy(ch->line + ch->line_len, p, n);
     ch->line_len = need;
     return true;

@@ -61,7 +61,8 @@ set(AUR_FUZZ_TC ${CMAKE_SOURCE_DIR}/plugins/ext-tool-contract)
 set(AUR_FUZZ_WE ${CMAKE_SOURCE_DIR}/plugins/ext-world-events)
 aur_add_fuzz_replay(fuzz_sse SOURCE fuzz_sse.c CORPUS sse
                     EXTRA ${AUR_FUZZ_HTTP}/http_sse.c
-                    INCLUDES ${AUR_FUZZ_HTTP} LIBS PkgConfig::CURL)
+                    INCLUDES ${AUR_FUZZ_HTTP}
+                    LIBS aur_aurx PkgConfig::CURL)
 aur_add_fuzz_replay(fuzz_url SOURCE fuzz_url.c CORPUS url
                     EXTRA ${AUR_FUZZ_HTTP}/http_url.c
                     INCLUDES ${AUR_FUZZ_HTTP} LIBS PkgConfig::CURL)

@@ -17,7 +17,7 @@ target_include_directories(check_transport_http PRIVATE ${AUR_HTTP_PLUGIN_DIR})
 aur_add_check(check_http_parsers
   SOURCES plugins/transport-http/check_http_parsers.c
           ${AUR_HTTP_PLUGIN_DIR}/http_sse.c ${AUR_HTTP_PLUGIN_DIR}/http_url.c
-  LIBS PkgConfig::CURL TIMEOUT 60)
+  LIBS aur_aurx PkgConfig::CURL TIMEOUT 60)
 target_include_directories(check_http_parsers PRIVATE ${AUR_HTTP_PLUGIN_DIR})
 target_compile_definitions(check_transport_http PRIVATE
   AUR_HTTPS_FIXTURE="$<TARGET_FILE:https_fixture>")

@@ -2,15 +2,19 @@
  * check_aurx.c - the rules lib/aurx shares between the core and the
  * plugins, tested once where they are written: strict UTF-8 decoding and
  * Python's whitespace (utf8.c), RFC 3339 to the stored UTC form
- * (rfc3339.c).  The rules as each user applies them are tested by that
+ * (rfc3339.c), growth with a ceiling (grow.c).  The rules as each user applies them are tested by that
  * user's suite too (check_names, check_jsonx, check_journal,
  * check_ext_tool_contract, check_ext_world_events); this suite pins the
  * shared edges so a change to one file is seen by all of them.
  */
+#include "grow.h"
 #include "rfc3339.h"
 #include "utf8.h"
 
 #include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/check_main.h"
@@ -165,6 +169,59 @@ START_TEST(utc_format)
 }
 END_TEST
 
+START_TEST(grow_doubles_to_ceiling)
+{
+    size_t cap = 0;
+    int *v = aur__grow(NULL, &cap, 1, sizeof *v, 4, 10), *same;
+
+    ck_assert_ptr_nonnull(v);
+    ck_assert_uint_eq(cap, 4);
+    same = aur__grow(v, &cap, 4, sizeof *v, 4, 10); /* room already */
+    ck_assert_ptr_eq(same, v);
+    v = aur__grow(v, &cap, 5, sizeof *v, 4, 10);
+    ck_assert_uint_eq(cap, 8);
+    v = aur__grow(v, &cap, 9, sizeof *v, 4, 10); /* 16 capped to 10 */
+    ck_assert_uint_eq(cap, 10);
+    v[9] = 7;
+    errno = 0;
+    ck_assert_ptr_null(aur__grow(v, &cap, 11, sizeof *v, 4, 10));
+    ck_assert_int_eq(errno, EFBIG);
+    ck_assert_uint_eq(cap, 10); /* unchanged, still the caller's */
+    ck_assert_int_eq(v[9], 7);
+    free(v);
+
+    /* max elements that cannot fit in size_t bytes: EFBIG, no wrap */
+    cap = 0;
+    errno = 0;
+    ck_assert_ptr_null(aur__grow(NULL, &cap, SIZE_MAX / 8 + 1, 16, 1,
+                                 SIZE_MAX));
+    ck_assert_int_eq(errno, EFBIG);
+    ck_assert_uint_eq(cap, 0);
+}
+END_TEST
+
+START_TEST(buf_put_keeps_nul_and_bound)
+{
+    struct aur__buf b = {0};
+
+    ck_assert_int_eq(aur__buf_put(&b, "", 0, 5), 0);
+    ck_assert_str_eq(b.p, ""); /* an empty put still gives a string */
+    ck_assert_int_eq(aur__buf_put(&b, "abc", 3, 5), 0);
+    ck_assert_int_eq(aur__buf_put(&b, "de", 2, 5), 0);
+    ck_assert_str_eq(b.p, "abcde");
+    ck_assert_uint_eq(b.n, 5);
+    ck_assert_int_eq(aur__buf_put(&b, "f", 1, 5), EFBIG);
+    ck_assert_str_eq(b.p, "abcde");
+    ck_assert_uint_eq(b.n, 5);
+    for (int i = 0; i < 1000; i++) /* many doublings */
+        ck_assert_int_eq(aur__buf_put(&b, "0123456789", 10, SIZE_MAX), 0);
+    ck_assert_uint_eq(b.n, 10005);
+    ck_assert_uint_eq(strlen(b.p), 10005);
+    ck_assert(b.cap > b.n);
+    free(b.p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("aurx");
@@ -176,6 +233,8 @@ int main(void)
     tcase_add_test(t, py_space_is_pythons);
     tcase_add_test(t, rfc3339_to_utc);
     tcase_add_test(t, utc_format);
+    tcase_add_test(t, grow_doubles_to_ceiling);
+    tcase_add_test(t, buf_put_keeps_nul_and_bound);
     suite_add_tcase(s, t);
     return aur_check_main(s, NULL);
 }

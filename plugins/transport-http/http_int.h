@@ -200,6 +200,23 @@ struct aur_conn {
 /* The legacy standalone GET stream, as the listen hook sees it. */
 enum { HTTP_GET_NONE = 0, HTTP_GET_UP = 1, HTTP_GET_ENDED = 2 };
 
+/* ---- http_pool.c ---------------------------------------------------- */
+
+/* All with c->mu held.  Wait on c->cv for at most ms (monotonic). */
+void http_timed_wait(struct aur_conn *c, int64_t ms);
+/* Queue a POST (takes j on AUR_OK), starting a worker if none is idle;
+ * AUR_E_LIMIT past max_queued. */
+int http_enqueue_locked(struct aur_conn *c, struct http_job *j,
+                        struct aur_error *err);
+/* Run j on a thread of its own (takes j on AUR_OK); AUR_E_LIMIT past
+ * the stream limit. */
+int http_start_stream_locked(struct aur_conn *c, struct http_job *j,
+                             struct aur_error *err);
+/* Open the legacy standalone GET stream (best effort, logged). */
+void http_start_get_locked(struct aur_conn *c);
+/* Mark the jobs of list with this id cancelled; whether there was one. */
+bool http_abort_in(struct http_job *list, struct json_object *id);
+
 /* ---- http_post.c ---------------------------------------------------- */
 
 /* Per-thread curl state: one multi with one easy, kept across jobs so the

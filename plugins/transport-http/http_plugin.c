@@ -89,7 +89,6 @@
 #include <json-c/json.h>
 
 #define SERIAL (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-#define MAX_STREAMS 4
 #define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define MAX_PEM (16u << 20)
 
@@ -151,149 +150,6 @@ static int http_init(const struct aur_host *host, struct aur_self *self,
 static void http_fini(void *state)
 {
     free(state);
-}
-
-/* ------------------------------------------------------------------ */
-/* Threads                                                            */
-/* ------------------------------------------------------------------ */
-
-static void timed_wait(struct aur_conn *c, int64_t ms)
-{
-    struct timespec ts;
-    aur__mono_deadline(&ts, ms);
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-}
-
-static void unlink_job(struct http_job **list, struct http_job *j)
-{
-    for (; *list; list = &(*list)->next)
-        if (*list == j) {
-            *list = j->next;
-            return;
-        }
-}
-
-static void start_get_locked(struct aur_conn *c);
-
-/* A pool worker: runs queued POSTs until close.  While a barrier job runs
- * no other job starts (the queue is FIFO, so everything sent after it
- * waits). */
-static void *worker_main(void *arg)
-{
-    struct aur_conn *c = arg;
-    struct http_curl hc = {NULL, NULL};
-
-    http_curl_init(&hc); /* on failure each job reports out of memory */
-    pthread_mutex_lock(&c->mu);
-    for (;;) {
-        struct http_job *j;
-        while ((!c->queue || c->barrier_running) && !c->closing) {
-            c->idle++;
-            timed_wait(c, 1000); /* close also broadcasts */
-            c->idle--;
-        }
-        if (c->closing)
-            break;
-        j = c->queue;
-        c->queue = j->next;
-        if (!c->queue)
-            c->queue_tail = NULL;
-        c->queued--;
-        j->next = c->running;
-        c->running = j;
-        if (j->barrier)
-            c->barrier_running = true;
-        pthread_mutex_unlock(&c->mu);
-        http_job_run(&hc, j);
-        pthread_mutex_lock(&c->mu);
-        unlink_job(&c->running, j);
-        if (j->barrier) {
-            c->barrier_running = false;
-            c->barriers--;
-            pthread_cond_broadcast(&c->cv);
-            if (c->barriers == 0 && c->get_pending && !c->closing &&
-                !c->reported) {
-                c->get_pending = false;
-                start_get_locked(c);
-            }
-        }
-        pthread_mutex_unlock(&c->mu);
-        http_job_free(j);
-        pthread_mutex_lock(&c->mu);
-    }
-    pthread_mutex_unlock(&c->mu);
-    http_curl_free(&hc);
-    return NULL;
-}
-
-/* A listen or GET stream: its own thread and connection. */
-static void *stream_main(void *arg)
-{
-    struct http_job *j = arg;
-    struct http_curl hc = {NULL, NULL};
-
-    http_curl_init(&hc);
-    http_job_run(&hc, j);
-    http_curl_free(&hc);
-    pthread_mutex_lock(&j->c->mu);
-    j->finished = true;
-    pthread_mutex_unlock(&j->c->mu);
-    return NULL;
-}
-
-/* Caller holds c->mu. */
-static int enqueue_locked(struct aur_conn *c, struct http_job *j,
-                          struct aur_error *err)
-{
-    if (c->queued >= c->st->max_queued)
-        return aur_fail(err, AUR_E_LIMIT, 0, "more than %zu HTTP requests "
-                        "waiting", c->st->max_queued);
-    if ((size_t)c->idle < c->queued + 1 && c->nworkers < c->st->max_workers) {
-        int e = pthread_create(&c->workers[c->nworkers], NULL, worker_main,
-                               c);
-        if (e == 0)
-            c->nworkers++;
-        else if (c->nworkers == 0)
-            return aur_fail(err, AUR_E_NOMEM, e, "cannot start a thread");
-    }
-    j->next = NULL;
-    if (c->queue_tail)
-        c->queue_tail->next = j;
-    else
-        c->queue = j;
-    c->queue_tail = j;
-    c->queued++;
-    pthread_cond_broadcast(&c->cv);
-    return AUR_OK;
-}
-
-/* Caller holds c->mu. */
-static int start_stream_locked(struct aur_conn *c, struct http_job *j,
-                               struct aur_error *err)
-{
-    int e;
-    /* Reap ended streams: their threads only return after finished. */
-    for (struct http_job **pp = &c->streams; *pp;) {
-        struct http_job *d = *pp;
-        if (!d->finished) {
-            pp = &d->next;
-            continue;
-        }
-        *pp = d->next;
-        c->nstreams--;
-        pthread_join(d->thread, NULL);
-        http_job_free(d);
-    }
-    if (c->nstreams >= MAX_STREAMS)
-        return aur_fail(err, AUR_E_LIMIT, 0, "more than %d HTTP streams",
-                        MAX_STREAMS);
-    e = pthread_create(&j->thread, NULL, stream_main, j);
-    if (e != 0)
-        return aur_fail(err, AUR_E_NOMEM, e, "cannot start a thread");
-    j->next = c->streams;
-    c->streams = j;
-    c->nstreams++;
-    return AUR_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -569,8 +425,8 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
          * (docs/protocol.md, the legacy handshake). */
         j->barrier = strcmp(j->method, "notifications/initialized") == 0;
     }
-    rc = j->kind == J_LISTEN ? start_stream_locked(c, j, err)
-                             : enqueue_locked(c, j, err);
+    rc = j->kind == J_LISTEN ? http_start_stream_locked(c, j, err)
+                             : http_enqueue_locked(c, j, err);
     if (rc != AUR_OK)
         goto fail;
     if (j->barrier)
@@ -589,42 +445,6 @@ fail:
 }
 
 /* Caller holds c->mu: the legacy standalone GET stream. */
-static void start_get_locked(struct aur_conn *c)
-{
-    struct http_job *j = calloc(1, sizeof *j);
-    struct aur_error err;
-    struct curl_slist *l = NULL;
-    char line[700];
-
-    if (!j)
-        return;
-    j->c = c;
-    j->kind = J_GET;
-    j->dl = aur_deadline_in(c->st->host, c->timeout_ms);
-    snprintf(j->method, sizeof j->method, "GET stream");
-    l = curl_slist_append(NULL, "Accept: text/event-stream");
-    if (l && c->session) {
-        snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
-        l = curl_slist_append(l, line) ? l : NULL;
-        j->with_session = true;
-    }
-    if (l) {
-        snprintf(line, sizeof line, "MCP-Protocol-Version: %s", c->version);
-        if (!curl_slist_append(l, line)) {
-            curl_slist_free_all(l);
-            l = NULL;
-        }
-    }
-    j->hdrs = l;
-    if (!l || start_stream_locked(c, j, &err) != AUR_OK) {
-        HTTP_LOG(c, AUR_LOG_WARN, "%s: legacy GET stream not started",
-                 c->package);
-        http_job_free(j);
-        return;
-    }
-    c->get_started = true;
-}
-
 static int http_set_protocol(struct aur_conn *c,
                              const struct aur_protocol_info *info,
                              struct aur_error *err)
@@ -643,7 +463,7 @@ static int http_set_protocol(struct aur_conn *c,
         if (c->barriers > 0)
             c->get_pending = true; /* after notifications/initialized */
         else
-            start_get_locked(c);
+            http_start_get_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     return AUR_OK;
@@ -663,7 +483,7 @@ static int http_listen(struct aur_conn *c, aur_deadline dl,
             int64_t rem = aur_remaining_ms(c->st->host, dl);
             if (rem == 0)
                 break;
-            timed_wait(c, rem < 1000 ? rem : 1000);
+            http_timed_wait(c, rem < 1000 ? rem : 1000);
         }
         if (c->get_state == HTTP_GET_UP)
             rc = AUR_OK;
@@ -680,19 +500,6 @@ static int http_listen(struct aur_conn *c, aur_deadline dl,
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
-}
-
-static bool abort_in(struct http_job *list, struct json_object *id)
-{
-    bool found = false;
-    for (struct http_job *j = list; j; j = j->next)
-        if (j->id && json_object_equal(j->id, id)) {
-            j->cancelled = true;
-            if (j->multi)
-                curl_multi_wakeup(j->multi);
-            found = true;
-        }
-    return found;
 }
 
 static void http_cancel(struct aur_conn *c, struct json_object *id)
@@ -715,8 +522,8 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
         pp = &j->next;
     }
     c->queue_tail = prev;
-    abort_in(c->running, id);
-    abort_in(c->streams, id);
+    http_abort_in(c->running, id);
+    http_abort_in(c->streams, id);
     /* Legacy HTTP: a dropped connection is not a cancellation. */
     if (c->proto_set && !c->modern && !c->closing && !c->reported) {
         struct json_object *m = json_object_new_object(), *p;
@@ -741,7 +548,7 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
             n->kind = J_NOTIFY;
             n->dl = aur_deadline_in(c->st->host, c->timeout_ms);
             if (http_job_headers(c, n, m, &err) != AUR_OK ||
-                enqueue_locked(c, n, &err) != AUR_OK) {
+                http_enqueue_locked(c, n, &err) != AUR_OK) {
                 http_job_free(n);
             }
         } else if (n) {

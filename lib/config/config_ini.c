@@ -61,7 +61,8 @@ static void trim(const char **s, size_t *n)
 {
     while (*n > 0 && blank((unsigned char)**s))
         ++*s, --*n;
-    while (*n > 0 && (blank((unsigned char)(*s)[*n - 1]) || (*s)[*n - 1] == '\r'))
+    while (*n > 0 && (blank((unsigned char)(*s)[*n - 1]) ||
+                      (*s)[*n - 1] == '\r'))
         --*n;
 }
 

@@ -17,37 +17,6 @@
 
 #include <json-c/json.h>
 
-static void set_out(struct aur_tool_output *out, enum aur_call_status s,
-                    const char *fmt, ...) AUR_PRINTF(3, 4);
-static void set_out(struct aur_tool_output *out, enum aur_call_status s,
-                    const char *fmt, ...)
-{
-    va_list ap;
-    char *text = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
-    va_end(ap);
-    free(out->content);
-    out->status = s;
-    out->content = text && !aur__is_blank(text) ? text : NULL;
-    if (!out->content) {
-        free(text);
-        out->content = strdup(s == AUR_CALL_SUCCEEDED ? "ok" : "no detail");
-    }
-    out->content_len = out->content ? strlen(out->content) : 0;
-}
-
-/* Take ownership of text (len bytes, NUL-terminated) as the content. */
-static void set_out_take(struct aur_tool_output *out, enum aur_call_status s,
-                         char *text, size_t len)
-{
-    free(out->content);
-    out->status = s;
-    out->content = text;
-    out->content_len = len;
-}
-
 /*
  * A deep copy of the declared scopes for each call: json_object_deep_copy
  * looks every key up again and gives each array 32 slots; these keys come
@@ -155,276 +124,6 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
     return AUR_OK;
 }
 
-/* Joins are on the hot path, so no stdio streams. */
-static void sb_add(struct aur__buf *b, const char *s, size_t n)
-{
-    if (aur__buf_put(b, s, n, SIZE_MAX) != 0)
-        abort(); /* a tool result that cannot be held: fatal */
-}
-
-/* The error text (*len its bytes): the non-empty text blocks, else
- * structuredContent, else a fixed text. */
-static char *error_text(struct json_object *content, struct json_object *sc,
-                        size_t *len)
-{
-    size_t n = json_object_array_length(content);
-    struct aur__buf b = {0};
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *o = json_object_array_get_idx(content, i), *ty, *tx;
-        if (json_object_object_get_ex(o, "type", &ty) &&
-            aur__json_str_is(ty, "text") &&
-            json_object_object_get_ex(o, "text", &tx) &&
-            json_object_get_string_len(tx) > 0) {
-            if (b.n)
-                sb_add(&b, "\n", 1);
-            sb_add(&b, json_object_get_string(tx),
-                   (size_t)json_object_get_string_len(tx));
-        }
-    }
-    if (b.p && !aur__is_blank_n(b.p, b.n)) {
-        *len = b.n;
-        return b.p;
-    }
-    free(b.p);
-    if (sc) {
-        char *canon = NULL;
-        if (aur__json_canonical(sc, &canon, len, NULL) == AUR_OK)
-            return canon;
-    }
-    *len = strlen("MCP server returned isError");
-    return strdup("MCP server returned isError");
-}
-
-/* The non-text block types, distinct and sorted, joined by ", ". */
-static char *unsupported_types(struct json_object *content)
-{
-    const char *types[64];
-    size_t nt = 0, n = json_object_array_length(content);
-    for (size_t i = 0; i < n && nt < AUR__ARRAY_LEN(types); i++) {
-        struct json_object *ty;
-        const char *s;
-        bool dup = false;
-        json_object_object_get_ex(json_object_array_get_idx(content, i), "type",
-                                  &ty);
-        s = json_object_get_string(ty); /* a name: shape_problem said so */
-        if (strcmp(s, "text") == 0)
-            continue;
-        for (size_t k = 0; k < nt; k++)
-            dup |= strcmp(types[k], s) == 0;
-        if (!dup)
-            types[nt++] = s;
-    }
-    if (!nt)
-        return NULL;
-    for (size_t i = 1; i < nt; i++)
-        for (size_t k = i; k > 0 && strcmp(types[k - 1], types[k]) > 0; k--) {
-            const char *x = types[k];
-            types[k] = types[k - 1];
-            types[k - 1] = x;
-        }
-    struct aur__buf b = {0};
-    for (size_t i = 0; i < nt; i++) {
-        size_t l = strlen(types[i]);
-        if (i)
-            sb_add(&b, ", ", 2);
-        sb_add(&b, types[i], l < 64 ? l : 64);
-    }
-    return b.p;
-}
-
-#define NO_TEXT "MCP tool completed but returned no text content"
-
-/* The non-blank texts joined by "\n" (*len its bytes), or NO_TEXT. */
-static char *success_text(struct json_object *content, size_t *len)
-{
-    size_t n = json_object_array_length(content);
-    struct aur__buf b = {0};
-    bool first = true;
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *tx;
-        json_object_object_get_ex(json_object_array_get_idx(content, i), "text",
-                                  &tx);
-        if (aur__is_blank_n(json_object_get_string(tx),
-                    (size_t)json_object_get_string_len(tx)))
-            continue;
-        if (!first)
-            sb_add(&b, "\n", 1);
-        sb_add(&b, json_object_get_string(tx),
-               (size_t)json_object_get_string_len(tx));
-        first = false;
-    }
-    if (b.p) {
-        *len = b.n;
-        return b.p;
-    }
-    *len = strlen(NO_TEXT);
-    return strdup(NO_TEXT);
-}
-
-/* The shape checks of a CallToolResult; a result that fails them cannot
- * confirm anything. */
-static const char *shape_problem(struct json_object *content,
-                                 struct json_object *is_error_v,
-                                 bool has_is_error, bool *is_error)
-{
-    static const char *const keys[] = {"type", "text"};
-    *is_error = false;
-    if (!json_object_is_type(content, json_type_array))
-        return "result has no content array";
-    size_t n = json_object_array_length(content);
-    for (size_t i = 0; i < n; i++) {
-        struct json_object *b = json_object_array_get_idx(content, i), *m[2];
-        if (!json_object_is_type(b, json_type_object))
-            return "a content block has no type";
-        aur__json_pick(b, keys, m, NULL, 2);
-        /* A type holding U+0000 is no type: "text\u0000x" is not text. */
-        if (!aur__json_name(m[0]))
-            return "a content block has no type";
-        if (aur__json_str_is(m[0], "text") &&
-            !json_object_is_type(m[1], json_type_string))
-            return "a text block has no text";
-    }
-    if (has_is_error) {
-        if (!json_object_is_type(is_error_v, json_type_boolean))
-            return "isError is not a boolean";
-        *is_error = json_object_get_boolean(is_error_v);
-    }
-    return NULL;
-}
-
-static void map_result(struct aur__tool *t, struct json_object *res,
-                       struct aur_tool_output *out)
-{
-    struct aur__app *app = t->app;
-    struct aur_tool_ref ref = {sizeof ref, t->id, t->raw_name};
-    static const char *const keys[] = {"resultType", "content", "isError",
-                                       "structuredContent"};
-    struct json_object *m[4], *content, *sc, *rt;
-    bool has[4];
-    enum aur_outcome ext_out = AUR_OUTCOME_UNSET;
-    char ext_msg[AUR_ERR_MSG_SIZE] = "";
-    const char *problem;
-    bool is_error;
-
-    aur__json_pick(res, keys, m, has, 4);
-    rt = m[0], content = m[1], sc = m[3];
-    if (has[0]) {
-        if (!json_object_is_type(rt, json_type_string)) {
-            set_out(out, AUR_CALL_UNKNOWN, "MCP call result cannot be "
-                    "confirmed: resultType is not a string");
-            return;
-        }
-        if (aur__json_str_is(rt, "input_required")) {
-            set_out(out, AUR_CALL_UNKNOWN, "MCP tool requested input_required; "
-                    "the effect of this call cannot be confirmed");
-            return;
-        }
-        if (!aur__json_str_is(rt, "complete")) {
-            set_out(out, AUR_CALL_UNKNOWN, "MCP tool returned a result of an "
-                    "extension that is not enabled; the effect cannot be "
-                    "confirmed");
-            return;
-        }
-    }
-    problem = shape_problem(content, m[2], has[2], &is_error);
-    if (problem) {
-        set_out(out, AUR_CALL_UNKNOWN,
-                "MCP call result cannot be confirmed: %s", problem);
-        return;
-    }
-
-    for (size_t i = 0; i < app->next; i++) {
-        struct aur__ext_session *x = &app->ext[i];
-        enum aur_outcome o = AUR_OUTCOME_UNSET;
-        struct aur_error err;
-        if (!x->active || !AUR_HAS(&x->p->ops.e, classify))
-            continue;
-        aur_error_clear(&err);
-        if (x->p->ops.e.classify(x->p->state, x->session, &ref, res, &o, &err) <
-            0)
-            o = AUR_OUTCOME_UNKNOWN; /* a broken hook cannot vouch */
-        if (o > ext_out) {
-            ext_out = o;
-            snprintf(ext_msg, sizeof ext_msg, "%s", err.msg);
-        }
-    }
-    /* Without an extension that vouches, isError says nothing about side
-     * effects: unknown.  A vouching extension proposes failed;
-     * nobody can propose below the core's view otherwise. */
-    enum aur_outcome base = AUR_OUTCOME_SUCCEEDED;
-    if (is_error)
-        base = ext_out >= AUR_OUTCOME_FAILED ? ext_out : AUR_OUTCOME_UNKNOWN;
-    else if (ext_out > base)
-        base = ext_out;
-
-    if (base == AUR_OUTCOME_UNKNOWN || base == AUR_OUTCOME_FAILED) {
-        enum aur_call_status s =
-            base == AUR_OUTCOME_UNKNOWN ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED;
-        size_t len;
-        if (ext_msg[0] && ext_out == base) {
-            set_out(out, s, "%s", ext_msg);
-        } else {
-            char *text = error_text(content, sc, &len);
-            set_out_take(out, s, text, len);
-        }
-        return;
-    }
-    /* From here the server said the call succeeded: what the host cannot
-     * hand on makes it unknown, never failed (the call ran). */
-    char *types = unsupported_types(content);
-    if (types) {
-        set_out(out, AUR_CALL_UNKNOWN, "MCP tool returned content the host "
-                "does not support; the call ran, but its effect cannot be "
-                "confirmed: %s", types);
-        free(types);
-        return;
-    }
-    if (sc) {
-        char *canon = NULL;
-        size_t len = 0;
-        struct aur_error err;
-        if (aur__json_canonical(sc, &canon, &len, &err) != AUR_OK) {
-            set_out(out, AUR_CALL_UNKNOWN,
-                    "MCP structuredContent is not supported by the host (%s): "
-                    "the call ran, its result cannot be shown, so its effect "
-                    "cannot be confirmed", err.msg);
-            return;
-        }
-        set_out_take(out, AUR_CALL_SUCCEEDED, canon, len);
-        return;
-    }
-    size_t len;
-    char *text = success_text(content, &len);
-    set_out_take(out, AUR_CALL_SUCCEEDED, text, len);
-}
-
-/* A JSON-RPC error the server sent (with the HTTP status it came with,
- * 0 = none): the server's words, never a host fact. */
-static void map_rpc_error(struct json_object *reply, int http_status,
-                          struct aur_tool_output *out)
-{
-    struct json_object *e = NULL, *c = NULL, *m = NULL;
-    char msg[200] = "", via[32] = "";
-    int code;
-    json_object_object_get_ex(reply, "error", &e);
-    json_object_object_get_ex(e, "code", &c);
-    json_object_object_get_ex(e, "message", &m);
-    code = json_object_is_type(c, json_type_int) ? json_object_get_int(c) : 0;
-    if (json_object_is_type(m, json_type_string))
-        snprintf(msg, sizeof msg, "%s", json_object_get_string(m));
-    if (http_status)
-        snprintf(via, sizeof via, " (HTTP %d)", http_status);
-    if (code == -32602 || code == -32601)
-        set_out(out, AUR_CALL_FAILED,
-                "MCP server explicitly rejected the call: %d %s%s", code, msg,
-                via);
-    else
-        set_out(out, AUR_CALL_UNKNOWN,
-                "MCP server error; the effect of the call cannot be "
-                "confirmed: %d %s%s",
-                code, msg, via);
-}
-
 /*
  * The tools/call request, serialised directly: the envelope text is built
  * once per App and the arguments go through the canonical serialiser,
@@ -495,26 +194,27 @@ static void map_no_reply(struct aur__rpc *rpc, struct aur__pending *p, int rc,
                          struct aur_tool_output *out)
 {
     if (end->ended && !end->delivered) {
-        set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", end->msg);
+        aur__out_set(out, AUR_CALL_FAILED, "MCP call not sent: %s", end->msg);
         return;
     }
     if (end->ended) {
-        set_out(out, AUR_CALL_UNKNOWN, "MCP call got no response (%s); its "
-                "effect is unknown", end->msg);
+        aur__out_set(out, AUR_CALL_UNKNOWN,
+                     "MCP call got no response (%s); its effect is unknown",
+                     end->msg);
         return;
     }
     switch (rc) {
     case AUR_E_TIMEOUT:
         aur__rpc_abandon(rpc, p, true);
-        set_out(out, AUR_CALL_UNKNOWN,
-                "MCP call timed out; its effect is unknown");
+        aur__out_set(out, AUR_CALL_UNKNOWN,
+                     "MCP call timed out; its effect is unknown");
         return;
     case AUR_E_CANCELLED:
-        set_out(out, AUR_CALL_UNKNOWN, "MCP host shut down while the call was "
-                "in flight; its effect is unknown");
+        aur__out_set(out, AUR_CALL_UNKNOWN, "MCP host shut down while the "
+                     "call was in flight; its effect is unknown");
         return;
     default:
-        set_out(out, AUR_CALL_UNKNOWN,
+        aur__out_set(out, AUR_CALL_UNKNOWN,
                 "MCP connection lost; the effect of the call is unknown (%s)",
                 err->msg);
     }
@@ -586,8 +286,8 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     }
     pthread_mutex_unlock(&app->mu);
     if (!rpc) {
-        set_out(out, AUR_CALL_FAILED,
-                "MCP App is not connected; the call was not sent");
+        aur__out_set(out, AUR_CALL_FAILED,
+                     "MCP App is not connected; the call was not sent");
         record_call(t, args, out, 0);
         return;
     }
@@ -610,11 +310,11 @@ static void call_app(struct aur__tool *t, struct json_object *args,
         app->calls_sent++;
     pthread_mutex_unlock(&app->mu);
     if (!gated) {
-        set_out(out, AUR_CALL_FAILED,
-                "MCP call not sent: %s", app->closing || app->disconnected
-                    ? "the App closed while the call waited for a slot"
-                    : "max_in_flight calls of this App were still running "
-                      "at the call's deadline");
+        aur__out_set(out, AUR_CALL_FAILED,
+                     "MCP call not sent: %s", app->closing || app->disconnected
+                     ? "the App closed while the call waited for a slot"
+                     : "max_in_flight calls of this App were still running "
+                     "at the call's deadline");
         goto out;
     }
     aur__log(AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
@@ -623,10 +323,11 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     if (rc != AUR_OK) {
         /* Only a send that provably wrote nothing is "not sent". */
         if (maybe_sent)
-            set_out(out, AUR_CALL_UNKNOWN, "MCP call may have been partly "
-                    "sent (%s); its effect is unknown", err.msg);
+            aur__out_set(out, AUR_CALL_UNKNOWN, "MCP call may have been partly "
+                         "sent (%s); its effect is unknown", err.msg);
         else
-            set_out(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);
+            aur__out_set(out, AUR_CALL_FAILED, "MCP call not sent: %s",
+                         err.msg);
         goto out;
     }
     rc = aur__rpc_wait_text(rpc, p, dl, true, &reply, &text, &tlen, &end,
@@ -636,22 +337,17 @@ static void call_app(struct aur__tool *t, struct json_object *args,
         goto out;
     }
     if (text) { /* a plain success, read from the text */
-        if (!tlen) {
-            free(text);
-            text = strdup(NO_TEXT);
-            tlen = strlen(NO_TEXT);
-        }
-        set_out_take(out, AUR_CALL_SUCCEEDED, text, tlen);
+        aur__call_map_text(text, tlen, out);
         goto mapped;
     }
     aur__json_pick(reply, reply_keys, m, has, 2);
     res = m[1];
     if (has[0])
-        map_rpc_error(reply, end.http_status, out);
+        aur__call_map_rpc_error(reply, end.http_status, out);
     else if (json_object_is_type(res, json_type_object))
-        map_result(t, res, out);
+        aur__call_map_result(t, res, out);
     else
-        set_out(out, AUR_CALL_UNKNOWN,
+        aur__out_set(out, AUR_CALL_UNKNOWN,
                 "MCP call result cannot be confirmed: result is not an object");
 mapped:
     /* budget (lib/engine/budget.c): max_result_bytes */
@@ -680,7 +376,7 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
     if (!t->app) {
         t->fn(t->ud, args, out);
         if (!out->content || aur__is_blank(out->content))
-            set_out(out, out->status, "builtin tool returned no content");
+            aur__out_set(out, out->status, "builtin tool returned no content");
         else if (!out->content_len)
             out->content_len = strlen(out->content);
         /* A list the builtin left unset is the tool's default (none). */
@@ -696,15 +392,16 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
     }
     aur_error_clear(&err);
     if (resolve_scopes(t, args, out, &err) != AUR_OK) {
-        set_out(out, AUR_CALL_FAILED, "MCP tool scope resolution failed: %s",
-                err.msg);
+        aur__out_set(out, AUR_CALL_FAILED,
+                     "MCP tool scope resolution failed: %s", err.msg);
         return;
     }
     if (t->task_required) {
         /* The host speaks no tasks: such a call could only end unknown. */
-        set_out(out, AUR_CALL_FAILED, "MCP tool requires task-based execution "
-                "(execution.taskSupport = required), which this host does not "
-                "support; the call was not sent");
+        aur__out_set(out, AUR_CALL_FAILED,
+                     "MCP tool requires task-based execution "
+                     "(execution.taskSupport = required), which this host "
+                     "does not support; the call was not sent");
         return;
     }
     call_app(t, args, timeout_ms, out);

@@ -260,6 +260,26 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct json_object *args, int64_t timeout_ms,
                     struct aur_tool_output *out);
 
+/* call_result.c.  out is writable and owned by the caller; any thread. */
+/* out's status s and content the formatted text ("ok" / "no detail" when
+ * it comes out blank). */
+void aur__out_set(struct aur_tool_output *out, enum aur_call_status s,
+                  const char *fmt, ...) AUR_PRINTF(3, 4);
+/* out's status s and content text (transfer: len bytes, NUL-terminated). */
+void aur__out_take(struct aur_tool_output *out, enum aur_call_status s,
+                   char *text, size_t len);
+/* A tools/call result object (borrowed) into out, the tool's extensions
+ * classifying it first. */
+void aur__call_map_result(struct aur__tool *t, struct json_object *res,
+                          struct aur_tool_output *out);
+/* A plain success the reply scanner read (text: transfer, len bytes, its
+ * texts joined) into out, as map_result would make it. */
+void aur__call_map_text(char *text, size_t len, struct aur_tool_output *out);
+/* A JSON-RPC error reply (borrowed) into out: failed for the errors that
+ * say the call was refused unrun (-32601, -32602), else unknown. */
+void aur__call_map_rpc_error(struct json_object *reply, int http_status,
+                             struct aur_tool_output *out);
+
 
 /* Small helpers (util.c). */
 char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);

@@ -40,7 +40,9 @@ int aur__jp_no_memory(struct parser *ps)
 static int sb_put(struct parser *ps, struct aur__buf *sb, const void *p,
                   size_t n)
 {
-    return aur__buf_put(sb, p, n, SIZE_MAX) == 0 ? AUR_OK : aur__jp_no_memory(ps);
+    if (aur__buf_put(sb, p, n, SIZE_MAX) != 0)
+        return aur__jp_no_memory(ps);
+    return AUR_OK;
 }
 
 void aur__jp_skip_ws(struct parser *ps)
@@ -72,7 +74,8 @@ static int hex4(struct parser *ps, size_t at, unsigned *out)
         else if (c >= 'A' && c <= 'F')
             v |= c - 'A' + 10;
         else
-            return aur__jp_fail_at(ps, at + i, "invalid hex digit in \\u escape");
+            return aur__jp_fail_at(ps, at + i,
+                                   "invalid hex digit in \\u escape");
     }
     *out = v;
     return AUR_OK;
@@ -208,10 +211,10 @@ const char *const aur__jp_vocab[] = {
 _Static_assert(AUR__ARRAY_LEN(aur__jp_vocab) <= VOCAB_BITS,
                "the vocabulary outgrew its bits");
 
-/* The index in aur__jp_vocab of the key s[0..n), or -1. */
+/* The index in the vocabulary of the key s[0..n), or -1. */
 static int intern_key(const unsigned char *s, size_t n)
 {
-    /* [first, end) of each length in aur__jp_vocab. */
+    /* [first, end) of each length in the vocabulary. */
     static const unsigned char first[43] = {
         [2] = 0, [3] = 1, [4] = 2, [5] = 8, [6] = 16, [7] = 23, [8] = 34,
         [9] = 37, [10] = 41, [11] = 47, [12] = 51, [13] = 55, [14] = 57,

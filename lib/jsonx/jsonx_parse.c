@@ -84,9 +84,9 @@ static void close_container(struct parser *ps, struct json_object *v)
 
 /*
  * Which keys an open object already has, so json-c need not look a key up
- * before adding it: one bit per aur__jp_vocab key, and whether any key came with
- * escapes (it may spell a aur__jp_vocab key, so then every key is looked up).  A
- * plain key outside the aur__jp_vocab is always looked up.
+ * before adding it: one bit per vocabulary key, and whether any key came
+ * with escapes (it may spell a vocabulary key, so then every key is looked
+ * up).  A plain key outside the vocabulary is always looked up.
  */
 struct seen {
     uint64_t bits[VOCAB_BITS / 64];
@@ -275,7 +275,8 @@ int aur__json_parse_mem(const char *buf, size_t len, int max_depth,
     }
     aur__jp_skip_ws(&ps);
     if (ps.pos != ps.len) {
-        rc = aur__jp_fail_at(&ps, ps.pos, "trailing characters after JSON value");
+        rc = aur__jp_fail_at(&ps, ps.pos,
+                             "trailing characters after JSON value");
         goto out;
     }
     *out = root;

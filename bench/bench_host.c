@@ -12,7 +12,7 @@
  * Not a test: bench/run.sh runs it.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 
 #include <json-c/json.h>
 #include <pthread.h>
@@ -50,7 +50,7 @@ static void *worker(void *arg)
     while (atomic_fetch_add(&r->next, 1) < r->n) {
         struct aur_tool_output out = { 0 };
 
-        aur_mcp_call(r->host, r->tool, NULL, -1, &out);
+        aur_mcp_call_jsonc(r->host, r->tool, NULL, -1, &out);
         if (out.status != AUR_CALL_SUCCEEDED)
             atomic_fetch_add(&r->failed, 1);
         aur_tool_output_clear(&out);

@@ -1,11 +1,12 @@
 /*
  * cli.h - shared pieces of the aurora-mcp command line.  The CLI is a thin
- * client of <aurora/aur_host.h>; it touches nothing else of the core.
+ * client of the public API (<aurora/aur_host_jsonc.h>, which includes
+ * <aurora/aur_host.h>); it touches nothing else of the core.
  */
 #ifndef AUR_CLI_H
 #define AUR_CLI_H
 
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 
 #include <stdbool.h>
 

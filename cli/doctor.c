@@ -28,7 +28,7 @@
 struct row {
     const char *package; /* borrowed from the status document */
     bool active;
-    struct json_object *checks; /* aur_mcp_app_checks (owned) */
+    struct json_object *checks; /* aur_mcp_app_checks_jsonc (owned) */
     bool ok;
     char version[32];
     size_t tools;
@@ -80,8 +80,8 @@ static void check_one(const char *dir, struct row *r)
         snprintf(r->error, sizeof r->error, "%s", serr.message);
         return;
     }
-    r->checks = aur_mcp_app_checks(h, r->package);
-    st = aur_mcp_status_json(h, 0);
+    r->checks = aur_mcp_app_checks_jsonc(h, r->package);
+    st = aur_mcp_status_jsonc(h, 0);
     json_object_object_get_ex(st, "apps", &apps);
     for (size_t i = 0; i < json_object_array_length(apps); i++) {
         const char *p = json_object_get_string(json_object_object_get(
@@ -95,7 +95,7 @@ static void check_one(const char *dir, struct row *r)
         struct json_object *a;
         r->ok = true;
         r->tools = aur_mcp_tool_count(h);
-        st = aur_mcp_status_json(h, 0);
+        st = aur_mcp_status_jsonc(h, 0);
         json_object_object_get_ex(st, "apps", &apps);
         for (size_t i = 0; i < json_object_array_length(apps); i++) {
             a = json_object_array_get_idx(apps, i);
@@ -221,7 +221,7 @@ int cli_doctor(const char *dir, bool json)
         cli_print_startup_error(&serr);
         return EXIT_USAGE;
     }
-    st = aur_mcp_status_json(h, 0);
+    st = aur_mcp_status_jsonc(h, 0);
     json_object_object_get_ex(st, "apps", &apps);
     d.n = json_object_array_length(apps);
     d.rows = calloc(d.n + 1, sizeof *d.rows);

@@ -58,7 +58,7 @@ static int cmd_check(const char *dir)
         aur_mcp_destroy(h);
         return EXIT_USAGE;
     }
-    o = aur_mcp_status_json(h, 0);
+    o = aur_mcp_status_jsonc(h, 0);
     json_object_object_add(o, "ok", json_object_new_boolean(1));
     if (cli_table())
         cli_print_status_table(o);
@@ -76,7 +76,7 @@ static int cmd_discover(const char *dir)
     int rc = cli_start(dir, &h);
     if (rc != EXIT_OK)
         return rc;
-    o = aur_mcp_status_json(h, 1);
+    o = aur_mcp_status_jsonc(h, 1);
     aur_mcp_shutdown(h);
     if (cli_table())
         cli_print_status_table(o);
@@ -146,7 +146,7 @@ static int cmd_call(const char *dir, const char *tool, const char *args_text)
         json_object_put(args);
         return rc;
     }
-    aur_mcp_call(h, tool, args, -1, &out);
+    aur_mcp_call_jsonc(h, tool, args, -1, &out);
     json_object_put(args);
     aur_mcp_shutdown(h);
     o = cli_output_json(&out);
@@ -192,7 +192,7 @@ static int cmd_journal(const char *dir, long long after, const char *scope)
 static int cmd_plugin_info(const char *path)
 {
     struct aur_error err;
-    struct json_object *o = aur_plugin_info(path, &err);
+    struct json_object *o = aur_plugin_info_jsonc(path, &err);
     if (!o) {
         struct json_object *e = json_object_new_object();
         struct json_object *in = json_object_new_object();

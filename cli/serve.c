@@ -69,7 +69,7 @@ enum { EV_STDIN = 1, EV_PASS, EV_STOP };
  *
  * The pool has WORKERS + 1 threads (the reader's role needs one more than
  * the calls), so the limit is not the thread count: running counts the
- * calls in aur_mcp_call, and a thread starts a call (its own or a queued
+ * calls in aur_mcp_call_jsonc, and a thread starts a call (its own or a queued
  * one) only while running < WORKERS.  After the end of input the reader
  * is a worker like the others, and without that count it ran a queued
  * call as the 65th.
@@ -86,7 +86,7 @@ struct server {
     struct job *head, *tail;
     size_t queued;
     size_t idle;
-    size_t running; /* calls in aur_mcp_call, at most WORKERS */
+    size_t running; /* calls in aur_mcp_call_jsonc, at most WORKERS */
     size_t live;    /* worker threads that have not returned */
     bool leading;   /* a thread holds the reader role (in lead) */
     bool ended; /* EOF, shutdown, a signal or a read error */
@@ -182,7 +182,7 @@ static void run_job(struct server *s, struct job *j)
     char *line;
     size_t len;
 
-    aur_mcp_call(s->h, j->tool, j->args, -1, &out);
+    aur_mcp_call_jsonc(s->h, j->tool, j->args, -1, &out);
     if ((line = cli_call_answer(j->id, &out, &len))) {
         pthread_mutex_lock(&s->out_mu);
         fwrite(line, 1, len, stdout);
@@ -227,9 +227,9 @@ static bool handle_line(struct server *s, const char *line, size_t len,
     } else if (r.op == SERVE_OP_CALL) {
         *call = make_call(s, &r);
     } else if (r.op == SERVE_OP_STATUS) {
-        respond(s, r.id, aur_mcp_status_json(s->h, 0), NULL, NULL);
+        respond(s, r.id, aur_mcp_status_jsonc(s->h, 0), NULL, NULL);
     } else if (r.op == SERVE_OP_TOOLS) {
-        struct json_object *st = aur_mcp_status_json(s->h, 1), *tools;
+        struct json_object *st = aur_mcp_status_jsonc(s->h, 1), *tools;
         struct json_object *res = json_object_new_object();
         json_object_object_get_ex(st, "tools", &tools);
         json_object_object_add(res, "tools", json_object_get(tools));

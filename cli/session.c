@@ -157,7 +157,7 @@ int cli_apply_options(struct aur_mcp *h)
             rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK && n_only) {
-        st = aur_mcp_status_json(h, 0);
+        st = aur_mcp_status_jsonc(h, 0);
         json_object_object_get_ex(st, "apps", &apps);
         for (size_t i = 0; i < json_object_array_length(apps); i++) {
             const char *pkg = json_object_get_string(json_object_object_get(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What libaurora-mcp exports is its embedding API and nothing else:
-#  1. the functions declared in aur_host.h are exactly the names the
+#  1. the functions declared in aur_host.h and aur_host_jsonc.h are
+#     exactly the names the
 #     version script (lib/libaurora-mcp.map) makes global;
 #  2. the library's defined dynamic symbols are exactly those functions
 #     (no internal aur__* function or global, nothing else), each under
@@ -16,6 +17,7 @@ SRC="$2"
 BUILD="${3:-}"
 INTERNAL="${4:-}"
 HDR="$SRC/include/aurora/aur_host.h"
+HDR_JSONC="$SRC/include/aurora/aur_host_jsonc.h"
 MAP="$SRC/lib/libaurora-mcp.map"
 . "$(dirname "$0")/support/expect.sh"
 # "what: only in A: ... only in B: ..." when two sorted lists differ.
@@ -24,13 +26,14 @@ same() {
     bad "$3: only in $4: $(comm -23 <(echo "$1") <(echo "$2") | tr '\n' ' ')" \
         "| only in $5: $(comm -13 <(echo "$1") <(echo "$2") | tr '\n' ' ')"
 }
-for f in "$LIB" "$HDR" "$MAP"; do
+for f in "$LIB" "$HDR" "$HDR_JSONC" "$MAP"; do
     [ -f "$f" ] || { bad "missing: $f"; finish; }
 done
 
 # Function declarations start at column 0 (comments and struct members
 # do not); typedefs of function types are not functions.
-declared=$(grep -E '^[A-Za-z_].*[ *](aur_[a-z0-9_]+)\(' "$HDR" |
+declared=$(cat "$HDR" "$HDR_JSONC" |
+    grep -E '^[A-Za-z_].*[ *](aur_[a-z0-9_]+)\(' |
     grep -v '^typedef' |
     sed -E 's/^[^(]*[ *](aur_[a-z0-9_]+)\(.*/\1/' | LC_ALL=C sort -u)
 [ "$(echo "$declared" | wc -w)" -ge 10 ] && ok ||
@@ -45,7 +48,8 @@ case "$mapped" in
 *'*'* | *'?'* | *'['*) bad "the map globs (aur_* matches aur__ too): $(echo $mapped)" ;;
 *) ok ;;
 esac
-same "$declared" "$mapped" "aur_host.h vs libaurora-mcp.map" aur_host.h "the map"
+same "$declared" "$mapped" "the API headers vs libaurora-mcp.map" \
+    "the headers" "the map"
 [ -n "$node" ] && ok || bad "no version node in $MAP"
 
 # Defined dynamic symbols; the version node itself shows as an ABS symbol.

@@ -13,8 +13,14 @@
  * aur_mcp_status_json, aur_mcp_tool_count and aur_mcp_tool_at may be called
  * from any number of threads at once.
  *
+ * JSON crosses this header as text with an explicit length, both ways
+ * (arguments, schemas, results, status), so a binding needs no JSON
+ * library of ours: text the library returns is malloc'd, NUL-terminated
+ * as well, and released with aur_free.  aur_host_jsonc.h has the same
+ * calls on json-c trees for C programs that use json-c themselves.
+ *
  * Errors: functions return an enum aur_rc and fill a caller-owned
- * struct aur_error (see aur_plugin.h).
+ * struct aur_error (see aur_plugin.h); err may be NULL.
  */
 #ifndef AURORA_AUR_HOST_H
 #define AURORA_AUR_HOST_H
@@ -32,6 +38,22 @@ extern "C" {
 #endif
 
 #define AUR_VERSION_STRING "0.1.0"
+
+/* The library's version string (AUR_VERSION_STRING of the build that made
+ * it): what a program loaded at run time, not what it was compiled
+ * against.  Static; any thread. */
+const char *aur_version(void);
+
+#ifndef AUR_RC_TEXT_INLINE
+/* enum aur_rc's stable word ("timeout") and description ("deadline
+ * expired"); see aur_plugin.h.  Static text; any thread. */
+const char *aur_rc_word(int rc);
+const char *aur_strerror(int rc);
+#endif
+
+/* Release what the library returned as "free with aur_free" (NULL
+ * allowed).  Any thread. */
+void aur_free(void *p);
 
 struct aur_mcp; /* opaque host */
 
@@ -69,15 +91,25 @@ struct aur_tool_output {
 
 void aur_tool_output_clear(struct aur_tool_output *out);
 
+
 /*
- * A builtin tool implemented by the embedding runtime.  arguments borrowed;
- * the callback fills *out: content malloc'd; observe and publish may stay
- * NULL for the tool's defaults (none), or point at strings that outlive
- * the host (static ones); owned stays NULL.  May run on any thread,
- * concurrently.
+ * A builtin tool implemented by the embedding runtime.  args_json
+ * (args_len bytes, NUL-terminated as well) is the call's arguments as
+ * canonical JSON text, borrowed for the callback.  The callback answers
+ * through aur_builtin_reply_set; one that never does makes the call
+ * unknown (it ran, and said nothing).  The tool's scopes are its
+ * declared ones (none).  May run on any thread, concurrently.
  */
-typedef void aur_builtin_fn(void *ud, struct json_object *arguments,
-                            struct aur_tool_output *out);
+struct aur_builtin_reply; /* opaque; valid during the callback only */
+typedef void aur_builtin_fn(void *ud, const char *args_json, size_t args_len,
+                            struct aur_builtin_reply *reply);
+
+/* The call's outcome and its text (len bytes, copied; may hold U+0000).
+ * A second set replaces the first.  AUR_E_INVAL for a status outside
+ * enum aur_call_status, AUR_E_NOMEM (the call then ends unknown). */
+int aur_builtin_reply_set(struct aur_builtin_reply *reply,
+                          enum aur_call_status status, const char *text,
+                          size_t len);
 
 /* A world writer the runtime brings instead of the SQLite journal.  Same
  * idempotency contract as aur_host.world_write.  Any thread. */
@@ -98,8 +130,10 @@ struct aur_startup_error {
 };
 
 /* One frozen tool.  All borrowed from the host, valid until destroy, and
- * read-only: json-c reference counts are not thread-safe, so take a deep
- * copy (json_object_deep_copy) rather than json_object_get. */
+ * read-only.  input_schema and scopes are json-c trees for
+ * aur_host_jsonc.h users (json-c reference counts are not thread-safe:
+ * take a deep copy, never json_object_get); aur_mcp_tool_json gives the
+ * same as text.  Fields are only ever added at the end. */
 struct aur_tool_info {
     const char *id;
     const char *app; /* package; "" for builtins */
@@ -107,6 +141,7 @@ struct aur_tool_info {
     const char *description;
     struct json_object *input_schema;
     struct json_object *scopes; /* declared templates */
+    size_t description_len;     /* description may hold U+0000 */
 };
 
 /*
@@ -145,27 +180,33 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
 int aur_mcp_skip_app(struct aur_mcp *h, const char *package, int skip,
                      struct aur_error *err);
 
+
 /*
  * What can be checked of the App with this package without starting it
- * (doctor): a JSON array (transfer) of {"check": "command" | "env NAME" |
- * "auth_env NAME" | "server reachable (TCP)", "ok": bool, "problem": text
- * or null}.  Never a variable's value, an argument, or a URL's path or
- * query.  NULL when no App has that package.  Any time, any thread; the
- * TCP check waits up to 3 s per address.
+ * (doctor): *json (free with aur_free, *len bytes) is an array of
+ * {"check": "command" | "env NAME" | "auth_env NAME" | "server reachable
+ * (TCP)", "ok": bool, "problem": text or null}.  Never a variable's
+ * value, an argument, or a URL's path or query.  AUR_E_NOTFOUND when no
+ * App has that package.  Any time, any thread; the TCP check waits up
+ * to 3 s per address.
  */
-struct json_object *aur_mcp_app_checks(struct aur_mcp *h, const char *package);
+int aur_mcp_app_checks(struct aur_mcp *h, const char *package, char **json,
+                       size_t *len, struct aur_error *err);
 
 /* More (delta > 0) or less (delta < 0) log output than host.ini's
  * log_level says, one level per step, within error..debug: the CLI's -v
  * and -q.  Any time, any thread; the log is the process's. */
 void aur_mcp_log_verbosity(struct aur_mcp *h, int delta);
 
+
 /* Add a builtin tool before start.  id must match aur(.[a-z][a-z0-9_-]*){2,}
- * and must not collide with a discovered MCP tool at start. schema is
- * borrowed (NULL = {"type":"object"}). */
+ * and must not collide with a discovered MCP tool at start.  schema_json
+ * (schema_len bytes; NULL = {"type":"object"}) must be a JSON object; it
+ * is copied. */
 int aur_mcp_add_builtin(struct aur_mcp *h, const char *id,
-                        const char *description, struct json_object *schema,
-                        aur_builtin_fn *fn, void *ud, struct aur_error *err);
+                        const char *description, const char *schema_json,
+                        size_t schema_len, aur_builtin_fn *fn, void *ud,
+                        struct aur_error *err);
 
 /* Use w instead of the journal named in host.ini.  Before start; w copied. */
 int aur_mcp_set_world_writer(struct aur_mcp *h,
@@ -187,19 +228,35 @@ const struct aur_tool_info *aur_mcp_tool_at(const struct aur_mcp *h,
                                             size_t i);
 
 /*
+ * Tool i of the frozen registry as one JSON object: {"id", "app",
+ * "raw_name", "description", "input_schema", "observe", "publish"}
+ * (observe and publish: the declared scope templates).  Borrowed text
+ * (*len bytes, NUL-terminated), valid until aur_mcp_destroy; made on the
+ * first request and kept.  NULL when i is out of range or memory is
+ * short.  Any thread once started.
+ */
+const char *aur_mcp_tool_json(struct aur_mcp *h, size_t i, size_t *len);
+
+/*
  * Call a tool and block until its outcome is known or timeout_ms passes
  * (negative, or more than the App's timeout_seconds = timeout_seconds).
- * arguments borrowed and only read (NULL = {}); the host copies it.
+ * args_json (args_len bytes; NULL = {}) must be one JSON object; it is
+ * parsed strictly (exact big integers, duplicate keys: last wins).
  * Always fills *out, whatever happens; the return value is AUR_OK unless
- * the arguments themselves are unusable.  Never retried.
+ * the arguments themselves are unusable (AUR_E_INVAL, out failed: the
+ * call was not sent).  Never retried.
  */
 int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
-                 struct json_object *arguments, int64_t timeout_ms,
+                 const char *args_json, size_t args_len, int64_t timeout_ms,
                  struct aur_tool_output *out);
 
-/* The status document (discover output without "tools" when
- * with_tools == 0).  Returns a new, unshared object (transfer). */
-struct json_object *aur_mcp_status_json(struct aur_mcp *h, int with_tools);
+/* The status document as JSON text (the discover output without "tools"
+ * when with_tools == 0) into *json (free with aur_free; *len bytes).
+ * Any thread. */
+int aur_mcp_status(struct aur_mcp *h, int with_tools, char **json,
+                   size_t *len, struct aur_error *err);
+
+
 
 /* Any App's restart_required. */
 int aur_mcp_restart_required(struct aur_mcp *h);
@@ -219,6 +276,12 @@ void aur_mcp_shutdown(struct aur_mcp *h);
 /* Shut down if needed and free h (NULL allowed). */
 void aur_mcp_destroy(struct aur_mcp *h);
 
+/* Load one plugin file, validate it as the host would, and describe it
+ * (name, version, kind, ABI, hooks) as a JSON object into *json (free
+ * with aur_free; *len bytes).  Nothing is initialised. */
+int aur_plugin_info(const char *path, char **json, size_t *len,
+                    struct aur_error *err);
+
 /* Print journal commits as JSON lines to a callback (the `journal` CLI).
  * scope NULL = all.  line is borrowed. */
 int aur_journal_dump(const char *config_dir, int64_t after,
@@ -226,15 +289,7 @@ int aur_journal_dump(const char *config_dir, int64_t after,
                      void (*emit)(void *ud, const char *line), void *ud,
                      struct aur_error *err);
 
-/* Load one plugin file, validate it as the host would, and describe it
- * (name, version, kind, ABI, hooks).  Nothing is initialised.  New
- * reference (transfer), or NULL with *err filled. */
-struct json_object *aur_plugin_info(const char *path, struct aur_error *err);
 
-/* The host's strict JSON parser (exact big integers), for input that
- * reaches tools.  *out (transfer) only on AUR_OK. */
-int aur_json_parse(const char *buf, size_t len, struct json_object **out,
-                   struct aur_error *err);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -105,31 +105,32 @@ enum aur_rc {
 #undef AUR__RC_ENUM
 };
 
-/* The stable snake_case word for rc, or "unknown_error". Thread-safe. */
-static inline const char *aur_rc_word(int rc)
+/* rc's stable snake_case word (desc == 0; "unknown_error" for a code not
+ * in the list) or its description (desc != 0).  Thread-safe. */
+static inline const char *aur__rc_text(int rc, int desc)
 {
     switch (rc) {
-#define AUR__RC_WORD(e, v, w, d)                                             \
+#define AUR__RC_TEXT(e, v, w, d)                                             \
     case (v):                                                                \
-        return w;
-        AUR_RC_MAP(AUR__RC_WORD)
-#undef AUR__RC_WORD
+        return desc ? d : w;
+        AUR_RC_MAP(AUR__RC_TEXT)
+#undef AUR__RC_TEXT
     }
-    return "unknown_error";
+    return desc ? "unknown error" : "unknown_error";
 }
 
-/* A human description for rc. Thread-safe. */
-static inline const char *aur_strerror(int rc)
-{
-    switch (rc) {
-#define AUR__RC_DESC(e, v, w, d)                                             \
-    case (v):                                                                \
-        return d;
-        AUR_RC_MAP(AUR__RC_DESC)
-#undef AUR__RC_DESC
-    }
-    return "unknown error";
-}
+/*
+ * aur_rc_word(rc): the stable word; aur_strerror(rc): the description.
+ * A plugin gets them inline, since it links nothing of the core.  A
+ * program that includes aur_host.h (before this header) gets the
+ * library's exported functions of the same names instead, which is what
+ * a binding calls by symbol.
+ */
+#ifndef AURORA_AUR_HOST_H
+#define AUR_RC_TEXT_INLINE 1
+static inline const char *aur_rc_word(int rc) { return aur__rc_text(rc, 0); }
+static inline const char *aur_strerror(int rc) { return aur__rc_text(rc, 1); }
+#endif
 
 #define AUR_ERR_MSG_SIZE 256
 

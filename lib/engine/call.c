@@ -374,20 +374,7 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
     struct aur_error err;
     (void)mcp;
     if (!t->app) {
-        t->fn(t->ud, args, out);
-        if (!out->content || aur__is_blank(out->content))
-            aur__out_set(out, out->status, "builtin tool returned no content");
-        else if (!out->content_len)
-            out->content_len = strlen(out->content);
-        /* A list the builtin left unset is the tool's default (none). */
-        if (!out->observe) {
-            out->observe = t->view->observe;
-            out->n_observe = t->view->n_observe;
-        }
-        if (!out->publish) {
-            out->publish = t->view->publish;
-            out->n_publish = t->view->n_publish;
-        }
+        aur__builtin_run(t, args, out);
         return;
     }
     aur_error_clear(&err);

@@ -97,6 +97,7 @@ void aur__tool_free(struct aur__tool *t)
     free(t->description);
     json_object_put(t->schema);
     json_object_put(t->scopes);
+    free(t->json);
     free(t);
 }
 

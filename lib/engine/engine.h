@@ -11,7 +11,7 @@
 
 #include "aur_setup.h"
 
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <pthread.h>
 
 #include "config.h"
@@ -63,9 +63,11 @@ struct aur__tool {
     struct json_object *scopes; /* {"observe":[..],"publish":[..]} templates */
     const struct aur__scope_view *view; /* of scopes; set at freeze */
     struct aur__app *app;       /* NULL for a builtin */
-    aur_builtin_fn *fn;
+    aur_builtin_jsonc_fn *fn; /* a builtin on trees, or */
+    aur_builtin_fn *tfn;      /* a builtin on text */
     void *ud;
     struct aur_tool_info info; /* the public view */
+    struct aur__text *json;    /* aur_mcp_tool_json's, made on demand */
 };
 
 #define AUR__MAX_EXT 16
@@ -254,6 +256,17 @@ void aur__call_result_budget(const struct aur__app *app,
 
 /* status.c */
 const char *aur__state_word(enum aur__app_state s);
+
+/* Text made once and read by any thread: len bytes, then a NUL. */
+struct aur__text {
+    size_t len;
+    char s[];
+};
+
+/* builtin.c: run builtin tool t (t->app NULL) with args (borrowed, NULL =
+ * {}) into out.  Any thread. */
+void aur__builtin_run(struct aur__tool *t, struct json_object *args,
+                      struct aur_tool_output *out);
 
 /* call.c */
 void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,

@@ -1,6 +1,7 @@
 /*
- * host.c - the embedding API (aur_host.h): create, builtins, writer,
- * start, call, shutdown, destroy.
+ * host.c - the embedding API (aur_host.h, aur_host_jsonc.h): create,
+ * writer, start, call, shutdown, destroy (builtins: builtin.c; the text
+ * forms of the JSON calls: api_text.c).
  */
 #include "aur_setup.h"
 
@@ -182,7 +183,11 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
 {
     struct aur_mcp *mcp = calloc(1, sizeof *mcp);
     struct aur__config_diag diag;
+    struct aur_error local;
     struct sigaction sa;
+
+    if (!err)
+        err = &local; /* the messages still reach *serr */
     char dirbuf[PATH_MAX];
     int rc;
 
@@ -236,41 +241,6 @@ fail:
     return rc;
 }
 
-int aur_mcp_add_builtin(struct aur_mcp *h, const char *id,
-                        const char *description, struct json_object *schema,
-                        aur_builtin_fn *fn, void *ud, struct aur_error *err)
-{
-    struct aur__tool *t, **grown;
-    if (h->started)
-        return aur_fail(err, AUR_E_STATE, 0, "builtins are added before start");
-    if (!id || !aur__valid_builtin_id(id) || !fn)
-        return aur_fail(err, AUR_E_INVAL, 0, "invalid builtin tool id: %s",
-                        id ? id : "(null)");
-    for (size_t i = 0; i < h->nbuiltins; i++)
-        if (strcmp(h->builtins[i]->id, id) == 0)
-            return aur_fail(err, AUR_E_INVAL, 0, "duplicate tool id: %s", id);
-    t = calloc(1, sizeof *t);
-    grown = realloc(h->builtins, (h->nbuiltins + 1) * sizeof *grown);
-    if (!t || !grown) {
-        free(t);
-        if (grown)
-            h->builtins = grown;
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    }
-    h->builtins = grown;
-    t->id = strdup(id);
-    t->raw_name = strdup(strrchr(id, '.') + 1);
-    t->description = strdup(description && *description ? description : id);
-    t->description_len = t->description ? strlen(t->description) : 0;
-    t->schema = schema ? aur__json_copy(schema)
-                       : json_tokener_parse("{\"type\":\"object\"}");
-    t->scopes = json_tokener_parse("{\"observe\":[],\"publish\":[]}");
-    t->fn = fn;
-    t->ud = ud;
-    h->builtins[h->nbuiltins++] = t;
-    return AUR_OK;
-}
-
 int aur_mcp_set_world_writer(struct aur_mcp *h,
                              const struct aur_world_writer *w,
                              struct aur_error *err)
@@ -287,7 +257,11 @@ int aur_mcp_set_world_writer(struct aur_mcp *h,
 int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
                   struct aur_error *err)
 {
+    struct aur_error local;
     int rc;
+
+    if (!err)
+        err = &local; /* the messages still reach *serr */
     if (h->started)
         return aur_fail(err, AUR_E_STATE, 0, "already started");
     h->started = true;
@@ -301,7 +275,7 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
     return aur__start_all(h, serr, err);
 }
 
-int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
+int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
                  struct json_object *arguments, int64_t timeout_ms,
                  struct aur_tool_output *out)
 {
@@ -404,8 +378,13 @@ int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
     struct aur__config *cfg = NULL;
     struct aur__journal *j = NULL;
     struct dump_ctx d = {emit, ud};
+    struct aur_error local;
+    int rc;
+
+    if (!err)
+        err = &local;
     /* host.ini alone names the journal: the Apps need not be valid. */
-    int rc = aur__config_load_host(config_dir, &cfg, NULL, err);
+    rc = aur__config_load_host(config_dir, &cfg, NULL, err);
     if (rc != AUR_OK)
         return rc;
     if (access(cfg->journal, F_OK) != 0) {
@@ -420,10 +399,14 @@ int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
     return rc;
 }
 
-struct json_object *aur_plugin_info(const char *path, struct aur_error *err)
+struct json_object *aur_plugin_info_jsonc(const char *path, struct aur_error *err)
 {
     struct aur__plugin p;
+    struct aur_error local;
     struct json_object *o;
+
+    if (!err)
+        err = &local;
     if (aur__plugin_open(path, &p, err) != AUR_OK)
         return NULL;
     o = aur__plugin_describe(&p);

@@ -23,6 +23,7 @@ static void fill_info(struct aur__tool *t)
     t->info.app = t->app ? t->app->cfg->package : "";
     t->info.raw_name = t->raw_name;
     t->info.description = t->description;
+    t->info.description_len = t->description_len;
     t->info.input_schema = t->schema;
     t->info.scopes = t->scopes;
 }

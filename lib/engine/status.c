@@ -132,7 +132,7 @@ int aur_mcp_restart_required(struct aur_mcp *h)
     return any;
 }
 
-struct json_object *aur_mcp_status_json(struct aur_mcp *h, int with_tools)
+struct json_object *aur_mcp_status_jsonc(struct aur_mcp *h, int with_tools)
 {
     struct json_object *o = json_object_new_object();
     struct json_object *apps = json_object_new_array();

@@ -99,7 +99,7 @@ static void report(void *ctx, const char *what, const char *problem)
     json_object_array_add(c->list, o);
 }
 
-struct json_object *aur_mcp_app_checks(struct aur_mcp *h, const char *package)
+struct json_object *aur_mcp_app_checks_jsonc(struct aur_mcp *h, const char *package)
 {
     const struct aur__app *a = NULL;
     const struct aur__plugin *t;

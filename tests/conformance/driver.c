@@ -26,7 +26,7 @@
  * (the suite's timeout) and cancels the host, so the run still cleans up.
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -414,7 +414,7 @@ static int run_call(struct aur_mcp *h, const struct call *c)
         print_line(line);
         return 0;
     }
-    aur_mcp_call(h, t->id, c->args, -1, &out);
+    aur_mcp_call_jsonc(h, t->id, c->args, -1, &out);
     ok = out.status == AUR_CALL_SUCCEEDED;
     json_object_object_add(
         line, "status",
@@ -519,7 +519,7 @@ int main(int argc, char **argv)
     {
         struct json_object *line = json_object_new_object();
 
-        json_object_object_add(line, "started", aur_mcp_status_json(h, 1));
+        json_object_object_add(line, "started", aur_mcp_status_jsonc(h, 1));
         print_line(line);
     }
     if (plan_for(h, scenario, calls, &ncalls) != 0)

@@ -18,7 +18,7 @@
 #ifndef AUR_PERTURB_TESTS_H
 #define AUR_PERTURB_TESTS_H
 
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -111,7 +111,7 @@ static long long log_value(const char *text, const char *key, bool last)
 
 static int64_t ext_count(struct aur_mcp *h, const char *key)
 {
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we, *v;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we, *v;
     int64_t n = -1;
     if (json_object_object_get_ex(st, "apps", &apps) &&
         json_object_object_get_ex(json_object_array_get_idx(apps, 0),
@@ -127,7 +127,7 @@ static bool call(struct aur_mcp *h, const char *tool, char *content,
                  size_t size, const char **status)
 {
     struct aur_tool_output out;
-    aur_mcp_call(h, tool, NULL, -1, &out);
+    aur_mcp_call_jsonc(h, tool, NULL, -1, &out);
     *status = aur_call_status_word(out.status);
     snprintf(content, size, "%s", out.content ? out.content : "");
     bool ok = out.status == AUR_CALL_SUCCEEDED;

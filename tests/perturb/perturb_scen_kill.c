@@ -117,7 +117,7 @@ void pt_scen_kill(struct pt_run *r)
     free(big);
     struct aur_tool_output out;
     int64_t t0 = pt_now_ms();
-    aur_mcp_call(h, "aur.mcp." PKG ".effect", a, -1, &out);
+    aur_mcp_call_jsonc(h, "aur.mcp." PKG ".effect", a, -1, &out);
     int64_t took = pt_now_ms() - t0;
     json_object_put(a);
     enum aur_call_status status = out.status;

@@ -271,7 +271,7 @@ enum aur_call_status h_call(struct aur_mcp *h, const char *tool,
     enum aur_call_status s;
 
     ck_assert_msg(a != NULL, "arguments are not JSON: %s", args);
-    aur_mcp_call(h, tool, a, -1, &out);
+    aur_mcp_call_jsonc(h, tool, a, -1, &out);
     json_object_put(a);
     *content = strdup(out.content ? out.content : "");
     ck_assert_ptr_nonnull(*content);
@@ -294,7 +294,7 @@ void h_expect(struct aur_mcp *h, const char *tool, const char *args,
 
 struct json_object *h_app_status(struct aur_mcp *h)
 {
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *a = NULL;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *a = NULL;
     if (json_object_object_get_ex(st, "apps", &apps))
         a = json_object_get(json_object_array_get_idx(apps, 0));
     json_object_put(st);

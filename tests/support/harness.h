@@ -11,7 +11,7 @@
 #ifndef AUR_TEST_HARNESS_H
 #define AUR_TEST_HARNESS_H
 
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 
 #include <check.h>
 
@@ -79,7 +79,7 @@ int64_t h_slack(int64_t ms);
 int h_start(const char *dir, struct aur_mcp **h,
             struct aur_startup_error *serr);
 
-/* aur_mcp_call of tool with args (JSON text, asserted to parse) and the
+/* aur_mcp_call_jsonc of tool with args (JSON text, asserted to parse) and the
  * App's own timeout; *content = the output's content ("" if none). */
 enum aur_call_status h_call(struct aur_mcp *h, const char *tool,
                             const char *args, char **content);

@@ -9,7 +9,7 @@
  * block must come back as an explicit failed naming the block type.
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -142,7 +142,7 @@ static struct aur_mcp *start(void)
 
 static void assert_legacy_version(struct aur_mcp *h)
 {
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *v = NULL;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *v = NULL;
     ck_assert(json_object_object_get_ex(st, "apps", &apps));
     ck_assert_uint_eq(json_object_array_length(apps), 1);
     json_object_object_get_ex(json_object_array_get_idx(apps, 0),

@@ -6,7 +6,7 @@
 #ifndef AUR_TEST_KILLPOINTS_H
 #define AUR_TEST_KILLPOINTS_H
 
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>

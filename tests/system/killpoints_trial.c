@@ -116,7 +116,7 @@ static enum aur_call_status call(struct aur_mcp *h, size_t text_len,
     text[text_len] = '\0';
     json_object_object_add(args, "text", json_object_new_string(text));
     free(text);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, args, -1, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, -1, &out), AUR_OK);
     json_object_put(args);
     *content = strdup(out.content ? out.content : "");
     s = out.status;

@@ -6,7 +6,7 @@
  * config errors of every budget key in [mcp] and in an App's [app].
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -140,7 +140,7 @@ START_TEST(steady_rate_under_budget_is_fine)
     config("max_notifications_per_second = 200\nnotification_burst = 100\n",
            NULL, opts);
     start_ok(&h);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 10000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, 10000, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     aur_tool_output_clear(&out);
     a = h_app_status(h);
@@ -183,7 +183,7 @@ struct bg_call {
 static void *bg_call_main(void *arg)
 {
     struct bg_call *c = arg;
-    aur_mcp_call(c->h, TOOL, NULL, 15000, &c->out);
+    aur_mcp_call_jsonc(c->h, TOOL, NULL, 15000, &c->out);
     return NULL;
 }
 
@@ -218,7 +218,7 @@ START_TEST(flood_after_activation_makes_app_unavailable)
     aur_tool_output_clear(&first.out);
     aur_tool_output_clear(&second.out);
 
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 5000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, 5000, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_FAILED);
     aur_tool_output_clear(&out);
     /* The dispatch thread marks the App; its close item jumps the
@@ -337,7 +337,7 @@ static struct aur_tool_output call_text(struct aur_mcp *h, size_t n)
     struct aur_tool_output out;
     json_object_object_add(args, "text", json_object_new_string(text));
     free(text);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, args, 10000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, 10000, &out), AUR_OK);
     json_object_put(args);
     return out;
 }
@@ -382,7 +382,7 @@ START_TEST(structured_result_over_budget_is_unknown)
     struct aur_mcp *h;
     config("max_result_bytes = 40\n", NULL, opts);
     start_ok(&h);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 10000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, 10000, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_UNKNOWN);
     ck_assert_msg(strstr(out.content, "max_result_bytes = 40"), "content: %s",
                   out.content);
@@ -394,7 +394,7 @@ START_TEST(structured_result_over_budget_is_unknown)
     free(logpath);
     config("max_result_bytes = 48\n", NULL, opts);
     start_ok(&h);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 10000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, 10000, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     ck_assert_str_eq(out.content,
                      "{\"k\":\"0123456789012345678901234567890123456789\"}");

@@ -4,7 +4,7 @@
  * the embedding API under 8 concurrent threads.
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -58,7 +58,7 @@ static enum aur_call_status call(struct aur_mcp *h, const char *args_json,
     struct json_object *args = args_json ? json_tokener_parse(args_json) : NULL;
     struct aur_tool_output out;
     enum aur_call_status s;
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, args, -1, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, -1, &out), AUR_OK);
     json_object_put(args);
     ck_assert_ptr_nonnull(out.content);
     ck_assert_int_gt(strlen(out.content), 0);
@@ -235,7 +235,7 @@ START_TEST(exit_during_call_is_unknown_then_failed)
     ck_assert_int_eq(call(h, NULL, &content), AUR_CALL_FAILED);
     ck_assert_ptr_nonnull(strstr(content, "not sent"));
     free(content);
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *a, *v;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *a, *v;
     json_object_object_get_ex(st, "apps", &apps);
     a = json_object_array_get_idx(apps, 0);
     json_object_object_get_ex(a, "state", &v);
@@ -280,7 +280,7 @@ START_TEST(unknown_tool_fails_before_sending)
 {
     struct aur_mcp *h = start_with("modern", 5, NULL);
     struct aur_tool_output out;
-    ck_assert_int_eq(aur_mcp_call(h, "aur.mcp.org.test.calls.nope", NULL, -1,
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp.org.test.calls.nope", NULL, -1,
                                   &out),
                      AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_FAILED);
@@ -295,14 +295,14 @@ START_TEST(default_scopes_returned)
     struct aur_mcp *h = start_with("modern", 5, NULL);
     struct aur_tool_output out, again;
     char *text;
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, -1, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, -1, &out), AUR_OK);
     text = h_scopes_json(&out);
     ck_assert_str_eq(text, "{\"observe\":[\"aurora:mcp:" PKG "\"],"
                            "\"publish\":[\"aurora:mcp:" PKG "\"]}");
     free(text);
     /* Nothing resolves them per call: every call hands out the registry's
      * own frozen lists, and clearing one output leaves the next intact. */
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, -1, &again), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, -1, &again), AUR_OK);
     ck_assert_ptr_eq(again.observe, out.observe);
     ck_assert_ptr_null(out.owned);
     aur_tool_output_clear(&out);
@@ -327,7 +327,7 @@ static void *worker(void *p)
         snprintf(args, sizeof args, "{\"text\":\"w%p-%d\"}", p, i);
         snprintf(expect, sizeof expect, "w%p-%d", p, i);
         a = json_tokener_parse(args);
-        aur_mcp_call(w->h, TOOL, a, -1, &out);
+        aur_mcp_call_jsonc(w->h, TOOL, a, -1, &out);
         json_object_put(a);
         if (out.status == AUR_CALL_SUCCEEDED && strcmp(out.content, expect) == 0)
             w->ok++;
@@ -373,16 +373,16 @@ START_TEST(builtins_join_the_registry)
     struct aur_tool_output out;
     h_add_app(dir, "a.ini", PKG, 5, NULL, fixture, args);
     ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
-    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.echo", "echo", NULL,
+    ck_assert_int_eq(aur_mcp_add_builtin_jsonc(h, "aur.core.echo", "echo", NULL,
                                          builtin_echo, NULL, &err),
                      AUR_OK);
-    ck_assert_int_eq(aur_mcp_add_builtin(h, "Bad.Id", "x", NULL, builtin_echo,
+    ck_assert_int_eq(aur_mcp_add_builtin_jsonc(h, "Bad.Id", "x", NULL, builtin_echo,
                                          NULL, &err),
                      AUR_E_INVAL);
     ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 2);
     ck_assert_str_eq(aur_mcp_tool_at(h, 0)->id, "aur.core.echo");
-    ck_assert_int_eq(aur_mcp_call(h, "aur.core.echo", NULL, -1, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.core.echo", NULL, -1, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     /* It set no scopes: its defaults, which are none (resolved, empty). */
     ck_assert_ptr_nonnull(out.observe);

@@ -13,7 +13,7 @@
  * of this test process, which is where the host runs.
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -133,7 +133,7 @@ START_TEST(notification_flood_is_survived_bounded)
     ck_assert_msg(h_start(dir, &h, &serr) == AUR_OK, "start: %s %s", serr.code,
                   serr.message);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 1);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 20000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, 20000, &out), AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     ck_assert_str_eq(out.content, "ok:t0000");
     aur_tool_output_clear(&out);

@@ -23,7 +23,7 @@
  * less full, never fuller.
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <aurora/aur_plugin.h>
 #include <check.h>
 #include <json-c/json.h>
@@ -470,7 +470,7 @@ START_TEST(notification_bytes_are_bounded)
      * second one comes after the whole flood, so the reader has read it
      * all by then. */
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, h_slack(60000), &out),
+        ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, h_slack(60000), &out),
                          AUR_OK);
         ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
         ck_assert_str_eq(out.content, "ok:t0000");
@@ -598,7 +598,7 @@ START_TEST(call_reply_over_app_memory_is_unknown)
     memcpy(result + len, "]}}", 4);
     config("max_app_memory_bytes = 1048576\n", NULL, opts, false);
     start_ok(&h);
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, h_slack(30000), &out),
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, h_slack(30000), &out),
                      AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_UNKNOWN);
     ck_assert_msg(strstr(out.content, "max_app_memory_bytes = 1048576"),

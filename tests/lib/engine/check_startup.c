@@ -6,7 +6,7 @@
  * (same binary, same fixture: check_startup.h).
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <sys/stat.h>
 #include <json-c/json.h>
@@ -447,7 +447,7 @@ START_TEST(cancelled_before_begin_is_not_started)
     add_fixture("b.ini", "org.test.later", 20, good);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
     ck_assert_str_eq(serr.app, "org.test.dies");
-    st = aur_mcp_status_json(h, 0);
+    st = aur_mcp_status_jsonc(h, 0);
     ck_assert(json_object_object_get_ex(st, "apps", &apps));
     b = json_object_array_get_idx(apps, 1);
     ck_assert_str_eq(h_str(b, "package"), "org.test.later");
@@ -562,7 +562,7 @@ START_TEST(log_file_private_escaped_no_symlink)
     h_write(dir, "host.ini", ini);
     add_fixture("a.ini", "org.test.log", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    ck_assert_int_eq(aur_mcp_call(h, "aur.mcp.org.test.log.t0000", NULL, -1,
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp.org.test.log.t0000", NULL, -1,
                                   &out),
                      AUR_OK);
     aur_tool_output_clear(&out);

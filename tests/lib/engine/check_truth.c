@@ -7,7 +7,7 @@
  * before it is sent.  Real host, real fixture child processes.
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -62,7 +62,7 @@ static void call(struct aur_mcp *h, const char *tool,
                  struct aur_tool_output *out)
 {
     struct json_object *args = json_tokener_parse("{\"text\":\"hi\"}");
-    ck_assert_int_eq(aur_mcp_call(h, tool, args, -1, out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, tool, args, -1, out), AUR_OK);
     json_object_put(args);
     ck_assert_ptr_nonnull(out->content);
     ck_assert_uint_gt(out->content_len, 0);
@@ -205,7 +205,7 @@ START_TEST(malformed_reply_ends_call_unknown)
     struct aur_tool_output out;
     struct json_object *args = json_object_new_object();
     int64_t t0 = h_now_ms();
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, args, 30000, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, 30000, &out), AUR_OK);
     json_object_put(args);
     ck_assert_int_eq(out.status, AUR_CALL_UNKNOWN);
     ck_assert_msg(strstr(out.content, "refused"), "%s", out.content);
@@ -234,7 +234,7 @@ START_TEST(task_only_tool_not_sent)
                       strstr(out.content, "not sent"),
                   "%s", out.content);
     aur_tool_output_clear(&out);
-    st = aur_mcp_status_json(h, 1);
+    st = aur_mcp_status_jsonc(h, 1);
     ck_assert(json_object_object_get_ex(st, "apps", &apps));
     ck_assert(json_object_object_get_ex(json_object_array_get_idx(apps, 0),
                                         "not_callable_tool_ids", &nc));

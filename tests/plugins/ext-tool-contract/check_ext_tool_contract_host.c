@@ -7,7 +7,7 @@
  * capabilities.  Linked into check_ext_tool_contract (see its main).
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include <check.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -97,7 +97,7 @@ static struct aur_mcp *start_ok(const char *era, const char *const *opts)
 /* The status' extensions[KEY] of App 0: 1, 0, or -1 when absent. */
 static int ext_active(struct aur_mcp *h)
 {
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *ex, *v;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *ex, *v;
     int r = -1;
     json_object_object_get_ex(st, "apps", &apps);
     if (json_object_object_get_ex(json_object_array_get_idx(apps, 0),
@@ -115,7 +115,7 @@ static enum aur_call_status call(struct aur_mcp *h, const char *args_json,
     struct json_object *args = args_json ? json_tokener_parse(args_json) : NULL;
     struct aur_tool_output out;
     enum aur_call_status s;
-    ck_assert_int_eq(aur_mcp_call(h, TOOL, args, -1, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, -1, &out), AUR_OK);
     json_object_put(args);
     ck_assert_ptr_nonnull(out.content);
     s = out.status;
@@ -448,7 +448,7 @@ START_TEST(sdk2_server_receives_the_declaration)
     struct aur_tool_output out;
     struct json_object *a = json_tokener_parse("{\"text\":\"hi\"}");
     ck_assert_int_eq(ext_active(h), 1);
-    ck_assert_int_eq(aur_mcp_call(h, "aur.mcp." PKG ".echo", a, -1, &out),
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp." PKG ".echo", a, -1, &out),
                      AUR_OK);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     ck_assert_uint_ge(out.n_observe, 1);

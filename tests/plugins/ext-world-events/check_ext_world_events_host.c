@@ -5,7 +5,7 @@
  * messages), docs/protocol.md (org.aurorabot/world-events).
  */
 #define _GNU_SOURCE 1
-#include <aurora/aur_host.h>
+#include <aurora/aur_host_jsonc.h>
 #include "support/check_main.h"
 #include <check.h>
 #include <json-c/json.h>
@@ -110,7 +110,7 @@ static struct aur_mcp *start_ok(void)
 static void call_ok(struct aur_mcp *h, const char *tool)
 {
     struct aur_tool_output out;
-    ck_assert_int_eq(aur_mcp_call(h, tool, NULL, -1, &out), AUR_OK);
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, tool, NULL, -1, &out), AUR_OK);
     ck_assert_msg(out.status == AUR_CALL_SUCCEEDED, "%s: %s", tool,
                   out.content);
     aur_tool_output_clear(&out);
@@ -243,7 +243,7 @@ static void log_is_clean(void)
 /* The world-events counters of the App's status (transfer). */
 static struct json_object *we_counters(struct aur_mcp *h)
 {
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we;
     ck_assert(json_object_object_get_ex(st, "apps", &apps));
     ck_assert(json_object_object_get_ex(json_object_array_get_idx(apps, 0),
                                         "extension_status", &xs));
@@ -361,7 +361,7 @@ START_TEST(rejected_event_keeps_connection)
     call_ok(h, "aur.mcp." PKG ".t0000");
     ck_assert(!aur_mcp_restart_required(h));
     stays(1);
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *state;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *state;
     ck_assert(json_object_object_get_ex(st, "apps", &apps));
     ck_assert(json_object_object_get_ex(json_object_array_get_idx(apps, 0),
                                         "state", &state));
@@ -433,7 +433,7 @@ START_TEST(legacy_sdk1_aurora_event)
     struct aur_mcp *h = start_ok();
     struct aur_tool_output out;
     struct json_object *a = json_tokener_parse("{\"text\":\"x\"}");
-    ck_assert_int_eq(aur_mcp_call(h, "aur.mcp." PKG ".echo", a, -1, &out),
+    ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp." PKG ".echo", a, -1, &out),
                      AUR_OK);
     json_object_put(a);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
@@ -451,7 +451,7 @@ END_TEST
 
 static int64_t status_count(struct aur_mcp *h, const char *key)
 {
-    struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we, *v;
+    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we, *v;
     int64_t n = -1;
     json_object_object_get_ex(st, "apps", &apps);
     if (json_object_object_get_ex(json_object_array_get_idx(apps, 0),
@@ -545,7 +545,7 @@ START_TEST(shutdown_mid_flood_loses_nothing_accepted)
     /* one status read, whose counts add up (committed + queued never
      * counts an event twice) */
     {
-        struct json_object *st = aur_mcp_status_json(h, 0), *apps, *xs, *we,
+        struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we,
                            *v;
         ck_assert(json_object_object_get_ex(st, "apps", &apps));
         ck_assert(json_object_object_get_ex(

@@ -1,0 +1,417 @@
+/*
+ * check_api_text.c - the embedding API's JSON-as-text surface
+ * (lib/engine/api_text.c, lib/engine/builtin.c) through the shared
+ * library, as a binding from another language uses it: by exported
+ * symbol, text in with an explicit length, text out freed with aur_free.
+ *
+ * aur_host.h is included first, so aur_rc_word and aur_strerror here are
+ * the library's exported functions, not aur_plugin.h's inline copies.
+ */
+#define _GNU_SOURCE 1
+#include <aurora/aur_host.h>
+
+#include <check.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/harness.h"
+
+#define PKG "org.test.text"
+#define TOOL "aur.mcp.org.test.text.t0000"
+
+static char *dir, *fixture, *logpath;
+
+static void setup(void)
+{
+    dir = h_mkconfig(NULL, NULL);
+    fixture = h_bin("bin/aur-fixture-server");
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+}
+
+static void teardown(void)
+{
+    h_rmtree(dir);
+    free(dir);
+    free(fixture);
+    free(logpath);
+}
+
+/* The fixture App with ntools tools ("1" when NULL), created; started
+ * too unless create_only. */
+static struct aur_mcp *host_with(const char *ntools, bool create_only)
+{
+    const char *opts[] = {"--era", "modern", "--tools",
+                          ntools ? ntools : "1", NULL};
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+
+    h_add_logged_app(dir, "a.ini", PKG, 5, NULL, fixture, NULL, logpath,
+                     opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    if (!create_only)
+        ck_assert_msg(aur_mcp_start(h, &serr, &err) == AUR_OK, "start: %s",
+                      serr.message);
+    return h;
+}
+
+static struct json_object *parse_text(const char *s, size_t n)
+{
+    struct json_tokener *tok = json_tokener_new();
+    struct json_object *o = json_tokener_parse_ex(tok, s, (int)n);
+    ck_assert_msg(o && json_tokener_get_parse_end(tok) == n,
+                  "not one JSON value: %.*s", (int)n, s);
+    json_tokener_free(tok);
+    return o;
+}
+
+START_TEST(version_and_error_words_are_exported)
+{
+    ck_assert_str_eq(aur_version(), AUR_VERSION_STRING);
+    ck_assert_str_eq(aur_rc_word(AUR_E_TIMEOUT), "timeout");
+    ck_assert_str_eq(aur_strerror(AUR_E_TIMEOUT), "deadline expired");
+    ck_assert_str_eq(aur_rc_word(AUR_E_NOT_SENT), "not_sent");
+    ck_assert_str_eq(aur_rc_word(-999), "unknown_error");
+    ck_assert_str_eq(aur_strerror(-999), "unknown error");
+    /* Every code has its own word. */
+#define WORD_OF(e, v, w, d) ck_assert_str_eq(aur_rc_word(e), w);
+    AUR_RC_MAP(WORD_OF)
+#undef WORD_OF
+    aur_free(NULL);
+}
+END_TEST
+
+START_TEST(call_takes_text_with_its_length)
+{
+    struct aur_mcp *h = host_with(NULL, false);
+    struct aur_tool_output out;
+    /* The length is honoured: what follows it is not read. */
+    const char buf[] = "{\"text\":\"Z\\u00fcrich\"}GARBAGE";
+
+    ck_assert_int_eq(aur_mcp_call(h, TOOL, buf, sizeof buf - 1 - 7, -1,
+                                  &out),
+                     AUR_OK);
+    ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(out.content, "Z\xc3\xbcrich");
+    ck_assert_uint_eq(out.content_len, strlen("Z\xc3\xbcrich"));
+    aur_tool_output_clear(&out);
+    ck_assert_int_eq(aur_mcp_call(h, TOOL, NULL, 0, -1, &out), AUR_OK);
+    ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+    aur_tool_output_clear(&out);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 2);
+}
+END_TEST
+
+/* Unusable arguments fail before anything is sent. */
+static const char *const bad_args[] = {
+    "{\"text\":",          /* truncated */
+    "[1]",                 /* not an object */
+    "{\"a\":1} {\"b\":2}", /* two values */
+    "{\"a\":\"\xff\"}",    /* invalid UTF-8 */
+    "",                    /* nothing */
+};
+
+START_TEST(bad_arguments_fail_unsent)
+{
+    struct aur_mcp *h = host_with(NULL, false);
+    struct aur_tool_output out;
+    const char *a = bad_args[_i];
+
+    ck_assert_int_eq(aur_mcp_call(h, TOOL, a, strlen(a), -1, &out),
+                     AUR_E_INVAL);
+    ck_assert_int_eq(out.status, AUR_CALL_FAILED);
+    ck_assert_ptr_nonnull(out.content);
+    ck_assert_uint_eq(out.content_len, strlen(out.content));
+    aur_tool_output_clear(&out);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 0);
+}
+END_TEST
+
+START_TEST(status_is_the_tree_as_text)
+{
+    struct aur_mcp *h = host_with(NULL, false);
+    struct json_object *o, *tree, *apps;
+    char *json = NULL;
+    size_t n = 0;
+
+    ck_assert_int_eq(aur_mcp_status(h, 1, &json, &n, NULL), AUR_OK);
+    ck_assert_uint_eq(n, strlen(json));
+    o = parse_text(json, n);
+    tree = aur_mcp_status_jsonc(h, 1);
+    ck_assert_msg(json_object_equal(o, tree), "text %s differs from %s",
+                  json, json_object_to_json_string(tree));
+    ck_assert(json_object_object_get_ex(o, "apps", &apps));
+    ck_assert_str_eq(h_str(json_object_array_get_idx(apps, 0), "package"),
+                     PKG);
+    json_object_put(o);
+    json_object_put(tree);
+    aur_free(json);
+    ck_assert_int_eq(aur_mcp_status(h, 0, NULL, &n, NULL), AUR_E_INVAL);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+struct reader {
+    struct aur_mcp *h;
+    const char **seen; /* what this thread got for each tool */
+};
+
+static void *read_all(void *arg)
+{
+    struct reader *r = arg;
+    size_t n = aur_mcp_tool_count(r->h), len;
+
+    for (size_t i = 0; i < n; i++)
+        r->seen[i] = aur_mcp_tool_json(r->h, i, &len);
+    return NULL;
+}
+
+START_TEST(tool_json_once_for_all_threads)
+{
+    struct aur_mcp *h = host_with("40", false);
+    size_t n = aur_mcp_tool_count(h), len;
+    pthread_t th[8];
+    struct reader r[8];
+
+    ck_assert_uint_eq(n, 40);
+    for (int k = 0; k < 8; k++) {
+        r[k].h = h;
+        r[k].seen = calloc(n, sizeof *r[k].seen);
+        ck_assert_int_eq(pthread_create(&th[k], NULL, read_all, &r[k]), 0);
+    }
+    for (int k = 0; k < 8; k++)
+        pthread_join(th[k], NULL);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = aur_mcp_tool_json(h, i, &len);
+        struct json_object *o = parse_text(s, len), *schema, *obs;
+
+        for (int k = 0; k < 8; k++) /* one text, kept: the same pointer */
+            ck_assert_ptr_eq(r[k].seen[i], s);
+        ck_assert_str_eq(h_str(o, "id"), aur_mcp_tool_at(h, i)->id);
+        ck_assert_str_eq(h_str(o, "app"), PKG);
+        ck_assert(json_object_object_get_ex(o, "input_schema", &schema));
+        ck_assert(json_object_is_type(schema, json_type_object));
+        ck_assert(json_object_object_get_ex(o, "observe", &obs));
+        ck_assert(json_object_is_type(obs, json_type_array));
+        json_object_put(o);
+    }
+    ck_assert_ptr_null(aur_mcp_tool_json(h, n, &len));
+    for (int k = 0; k < 8; k++)
+        free(r[k].seen);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+/* Builtins on text.  ud selects the behaviour. */
+enum { B_ECHO, B_NUL, B_SILENT, B_BAD_STATUS };
+
+static void builtin(void *ud, const char *args, size_t len,
+                    struct aur_builtin_reply *reply)
+{
+    switch ((int)(intptr_t)ud) {
+    case B_ECHO: /* the arguments as they arrived */
+        ck_assert_int_eq(aur_builtin_reply_set(reply, AUR_CALL_SUCCEEDED,
+                                               args, len),
+                         AUR_OK);
+        break;
+    case B_NUL:
+        ck_assert_int_eq(aur_builtin_reply_set(reply, AUR_CALL_FAILED,
+                                               "first", 5),
+                         AUR_OK);
+        ck_assert_int_eq(aur_builtin_reply_set(reply, AUR_CALL_SUCCEEDED,
+                                               "a\0b", 3),
+                         AUR_OK); /* the second answer replaces the first */
+        break;
+    case B_BAD_STATUS:
+        ck_assert_int_eq(aur_builtin_reply_set(reply,
+                                               (enum aur_call_status)7, "x",
+                                               1),
+                         AUR_E_INVAL);
+        ck_assert_int_eq(aur_builtin_reply_set(reply, AUR_CALL_SUCCEEDED,
+                                               NULL, 1),
+                         AUR_E_INVAL);
+        break;
+    default: /* B_SILENT: returns without an answer */
+        break;
+    }
+}
+
+static void add(struct aur_mcp *h, const char *id, int how)
+{
+    struct aur_error err;
+    ck_assert_int_eq(aur_mcp_add_builtin(h, id, id, NULL, 0, builtin,
+                                         (void *)(intptr_t)how, &err),
+                     AUR_OK);
+}
+
+START_TEST(text_builtins)
+{
+    struct aur_mcp *h = host_with(NULL, true);
+    const char schema[] = "{\"type\":\"object\",\"required\":[\"a\"]}";
+    const char args[] = "{\"b\":[1,2],\"a\":123456789012345678901234567890}";
+    struct aur_tool_output out;
+    struct aur_startup_error serr;
+    struct aur_error err;
+    struct json_object *o, *s;
+    size_t len;
+
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.echo", "echoes",
+                                         schema, strlen(schema), builtin,
+                                         (void *)(intptr_t)B_ECHO, &err),
+                     AUR_OK);
+    add(h, "aur.core.nul", B_NUL);
+    add(h, "aur.core.silent", B_SILENT);
+    add(h, "aur.core.bad", B_BAD_STATUS);
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "x", "{\"a\":", 5,
+                                         builtin, NULL, &err),
+                     AUR_E_PROTOCOL);
+    ck_assert_msg(strstr(err.msg, "aur.core.x") && strstr(err.msg, "schema"),
+                  "%s", err.msg);
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "x", "[]", 2,
+                                         builtin, NULL, &err),
+                     AUR_E_INVAL);
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "x", NULL, 0, NULL,
+                                         NULL, NULL),
+                     AUR_E_INVAL);
+    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.late", "x", NULL, 0,
+                                         builtin, NULL, &err),
+                     AUR_E_STATE);
+
+    /* The arguments arrive as canonical text, big integers exact. */
+    ck_assert_int_eq(aur_mcp_call(h, "aur.core.echo", args, strlen(args), -1,
+                                  &out),
+                     AUR_OK);
+    ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+    ck_assert_str_eq(out.content,
+                     "{\"a\":123456789012345678901234567890,\"b\":[1,2]}");
+    aur_tool_output_clear(&out);
+
+    ck_assert_int_eq(aur_mcp_call(h, "aur.core.nul", NULL, 0, -1, &out),
+                     AUR_OK);
+    ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+    ck_assert_uint_eq(out.content_len, 3);
+    ck_assert_mem_eq(out.content, "a\0b", 4);
+    aur_tool_output_clear(&out);
+
+    /* It ran and said nothing: unknown, never failed. */
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(aur_mcp_call(h, k ? "aur.core.bad"
+                                           : "aur.core.silent",
+                                      NULL, 0, -1, &out),
+                         AUR_OK);
+        ck_assert_int_eq(out.status, AUR_CALL_UNKNOWN);
+        ck_assert_ptr_nonnull(strstr(out.content, "no answer"));
+        aur_tool_output_clear(&out);
+    }
+
+    /* Its tool document: the schema given, the description. */
+    for (size_t i = 0; i < aur_mcp_tool_count(h); i++) {
+        if (strcmp(aur_mcp_tool_at(h, i)->id, "aur.core.echo") != 0)
+            continue;
+        const char *text = aur_mcp_tool_json(h, i, &len);
+        struct json_object *want = json_tokener_parse(schema);
+
+        o = parse_text(text, len);
+        ck_assert_str_eq(h_str(o, "description"), "echoes");
+        ck_assert_str_eq(h_str(o, "app"), "");
+        ck_assert(json_object_object_get_ex(o, "input_schema", &s));
+        ck_assert(json_object_equal(s, want));
+        json_object_put(want);
+        json_object_put(o);
+    }
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(checks_and_plugin_info_as_text)
+{
+    struct aur_mcp *h = host_with(NULL, true);
+    char *plugin = h_bin("plugins/transport-stdio.so"), *json = NULL;
+    struct json_object *o;
+    struct aur_error err;
+    size_t n = 0;
+
+    ck_assert_int_eq(aur_mcp_app_checks(h, "org.nope", &json, &n, &err),
+                     AUR_E_NOTFOUND);
+    ck_assert_ptr_nonnull(strstr(err.msg, "org.nope"));
+    ck_assert_int_eq(aur_mcp_app_checks(h, PKG, &json, &n, &err), AUR_OK);
+    o = parse_text(json, n);
+    ck_assert(json_object_is_type(o, json_type_array));
+    ck_assert_int_gt((int)json_object_array_length(o), 0);
+    json_object_put(o);
+    aur_free(json);
+
+    ck_assert_int_eq(aur_plugin_info(plugin, &json, &n, &err), AUR_OK);
+    o = parse_text(json, n);
+    ck_assert_str_eq(h_str(o, "name"), "transport-stdio");
+    json_object_put(o);
+    aur_free(json);
+    json = NULL;
+    ck_assert_int_ne(aur_plugin_info("/nonexistent/x.so", &json, &n, &err),
+                     AUR_OK);
+    ck_assert_ptr_null(json);
+    ck_assert(err.msg[0] != '\0');
+    ck_assert_int_ne(aur_plugin_info("/nonexistent/x.so", &json, &n, NULL),
+                     AUR_OK); /* err may be NULL */
+    free(plugin);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+static void no_line(void *ud, const char *line)
+{
+    (void)ud;
+    (void)line;
+}
+
+START_TEST(err_may_be_null)
+{
+    struct aur_mcp *h = NULL;
+    char *bad = h_mkconfig("no_such_key = 1", NULL);
+    const char *opts[] = {"--era", "modern", NULL};
+
+    /* A config error, told through nothing: a code, no crash. */
+    ck_assert_int_eq(aur_mcp_create(bad, NULL, &h, NULL, NULL), AUR_E_CONFIG);
+    ck_assert_ptr_null(h);
+    ck_assert_int_ne(aur_journal_dump("/nonexistent", 0, NULL, no_line, NULL,
+                                      NULL),
+                     AUR_OK);
+    h_rmtree(bad);
+    free(bad);
+    h_add_logged_app(dir, "a.ini", PKG, 5, NULL, fixture, NULL, logpath,
+                     opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, NULL, NULL), AUR_OK);
+    ck_assert_int_eq(aur_mcp_start(h, NULL, NULL), AUR_OK);
+    ck_assert_int_eq(aur_mcp_start(h, NULL, NULL), AUR_E_STATE);
+    ck_assert_int_eq(aur_mcp_skip_app(h, PKG, 1, NULL), AUR_E_STATE);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("api_text");
+    TCase *t = tcase_create("text");
+
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, version_and_error_words_are_exported);
+    tcase_add_test(t, call_takes_text_with_its_length);
+    tcase_add_loop_test(t, bad_arguments_fail_unsent, 0,
+                        (int)(sizeof bad_args / sizeof bad_args[0]));
+    tcase_add_test(t, status_is_the_tree_as_text);
+    tcase_add_test(t, tool_json_once_for_all_threads);
+    tcase_add_test(t, text_builtins);
+    tcase_add_test(t, checks_and_plugin_info_as_text);
+    tcase_add_test(t, err_may_be_null);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) { return aur_check_main(suite(), NULL); }

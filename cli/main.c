@@ -259,6 +259,10 @@ int main(int argc, char **argv)
     char *end;
     int c;
 
+    /* This program's choice, not the library's (which leaves the
+     * disposition to whoever embeds it): a reader of our stdout that went
+     * away is an EPIPE to report, not a reason to die mid-call. */
+    signal(SIGPIPE, SIG_IGN);
     /* Options may follow the command: "+" is not used on purpose. */
     while ((c = getopt_long(argc, argv, "hVc:vqo:", opts, NULL)) != -1) {
         switch (c) {

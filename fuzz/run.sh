@@ -66,7 +66,7 @@ sources() {
     fuzz_rpc_frames)
         echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c" \
             "$c/aurx/utf8.c $c/aurx/mono.c $c/aurx/grow.c" \
-            "$c/rpc/*.c $c/base/*.c $c/engine/call_reply.c" \
+            "$c/aurx/nosigpipe.c $c/rpc/*.c $c/base/*.c $c/engine/call_reply.c" \
             "$c/engine/util.c" ;;
     fuzz_call_reply)
         echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" \

@@ -2,6 +2,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "nosigpipe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,9 +112,16 @@ static bool stderr_put(const char *b, size_t n)
     int waits = 0;
 
     while (done < n) {
-        ssize_t w = err_sock ? send(err_fd, b + done, n - done,
-                                    MSG_DONTWAIT | MSG_NOSIGNAL)
-                             : write(err_fd, b + done, n - done);
+        struct aur__nosigpipe ns;
+        ssize_t w;
+
+        if (err_sock) {
+            w = send(err_fd, b + done, n - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+        } else { /* a pipe nobody reads must not kill the process */
+            aur__nosigpipe_begin(&ns);
+            w = write(err_fd, b + done, n - done);
+            aur__nosigpipe_end(&ns, w < 0 && errno == EPIPE);
+        }
         if (w > 0) {
             done += (size_t)w;
             continue;

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -184,7 +183,6 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     struct aur_mcp *mcp = calloc(1, sizeof *mcp);
     struct aur__config_diag diag;
     struct aur_error local;
-    struct sigaction sa;
 
     if (!err)
         err = &local; /* the messages still reach *serr */
@@ -205,9 +203,6 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
         fill_serr(serr, "config_invalid", "config", err->msg);
         goto fail;
     }
-    /* A child that dies under a write must not take the host with it. */
-    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
-        signal(SIGPIPE, SIG_IGN);
     aur__host_vtable_init(mcp);
     mcp->selves = calloc(mcp->cfg->nplugins ? mcp->cfg->nplugins : 1,
                          sizeof *mcp->selves);

@@ -32,8 +32,9 @@
  *
  * Threads: open/send/close/reopen from any thread, send concurrently
  * (serialised by a write token that still honours each sender's deadline);
- * sink calls come from the child's I/O thread (stdio_io.c).  The host is
- * expected to ignore SIGPIPE; send blocks it on its own thread anyway.
+ * sink calls come from the child's I/O thread (stdio_io.c).  SIGPIPE's
+ * disposition is the embedding program's: send blocks the signal on its
+ * own thread unless the process ignores it (lib/aurx/nosigpipe.h).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"

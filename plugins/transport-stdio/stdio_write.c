@@ -10,13 +10,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "aur_perturb.h"
+#include "nosigpipe.h"
 
 /* ------------------------------------------------------------------ */
 /* The writer                                                         */
@@ -87,9 +87,7 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                       aur_deadline dl, struct aur_error *err)
 {
     const char *pkg = ch->conn->package;
-    sigset_t pipe_set, old, pending;
-    struct sigaction sa;
-    bool was_pending;
+    struct aur__nosigpipe ns;
     size_t done = 0;
     bool exited;
     int rc, eno = 0;
@@ -115,27 +113,11 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                                       : "App process has exited");
     }
 
-    /* The host normally ignores SIGPIPE; if it does not, a write to a dead
-     * child must still not kill it: block the signal on this thread and
-     * swallow the one our EPIPE raised.  Asking costs one system call per
-     * write instead of the three of the masking. */
-    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN) {
-        rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
-                       &eno);
-    } else {
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-        sigpending(&pending);
-        was_pending = sigismember(&pending, SIGPIPE) == 1;
-        rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done,
-                       &eno);
-        if (rc == AUR_E_CLOSED && !was_pending) {
-            struct timespec zero = {0, 0};
-            sigtimedwait(&pipe_set, NULL, &zero);
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    /* A write to a dead child must not kill the process, whatever the
+     * embedding program made of SIGPIPE. */
+    aur__nosigpipe_begin(&ns);
+    rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done, &eno);
+    aur__nosigpipe_end(&ns, rc == AUR_E_CLOSED);
 
     if (rc == AUR_OK)
         return AUR_OK;

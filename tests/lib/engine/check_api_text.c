@@ -13,9 +13,12 @@
 #include <check.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "support/harness.h"
 
@@ -394,6 +397,47 @@ START_TEST(err_may_be_null)
 }
 END_TEST
 
+/* The library leaves SIGPIPE to the program: an embedder that keeps the
+ * default must neither see it changed nor be killed by it when the log's
+ * stderr is a pipe nobody reads. */
+START_TEST(sigpipe_is_the_programs)
+{
+    const char *args[] = {"--era", "modern", "--exit-at", "initialize",
+                          "--exit-at", "discover", NULL};
+    int p[2], status;
+    pid_t pid;
+
+    h_add_logged_app(dir, "a.ini", PKG, 5, NULL, fixture, NULL, logpath,
+                     args);
+    pid = fork();
+    ck_assert_int_ne(pid, -1);
+    if (pid == 0) {
+        struct aur_mcp *h = NULL;
+        struct sigaction sa;
+
+        signal(SIGPIPE, SIG_DFL);
+        if (pipe(p) != 0 || dup2(p[1], 2) < 0)
+            _exit(10);
+        close(p[0]); /* nobody reads our stderr now */
+        close(p[1]);
+        if (aur_mcp_create(dir, NULL, &h, NULL, NULL) != AUR_OK)
+            _exit(11);
+        /* The App dies at once: start fails and logs it (an EPIPE). */
+        if (aur_mcp_start(h, NULL, NULL) == AUR_OK)
+            _exit(12);
+        aur_mcp_destroy(h);
+        if (sigaction(SIGPIPE, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL)
+            _exit(13);
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child: %s %d", WIFSIGNALED(status) ? "signal" : "exit",
+                  WIFSIGNALED(status) ? WTERMSIG(status)
+                                      : WEXITSTATUS(status));
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("api_text");
@@ -410,6 +454,7 @@ static Suite *suite(void)
     tcase_add_test(t, text_builtins);
     tcase_add_test(t, checks_and_plugin_info_as_text);
     tcase_add_test(t, err_may_be_null);
+    tcase_add_test(t, sigpipe_is_the_programs);
     suite_add_tcase(s, t);
     return s;
 }

@@ -195,9 +195,27 @@ int aur_mcp_app_checks(struct aur_mcp *h, const char *package, char **json,
 
 /* More (delta > 0) or less (delta < 0) log output than host.ini's
  * log_level says, one level per step, within error..debug: the CLI's -v
- * and -q.  Any time, any thread; the log is the process's. */
+ * and -q.  Any time, any thread; this host's log only. */
 void aur_mcp_log_verbosity(struct aur_mcp *h, int delta);
 
+
+/*
+ * A log line of one host: "<time> <LEVEL> <tag>: <message>", len bytes,
+ * no newline, control characters already escaped; level is an enum
+ * aur_log_level.  Never an environment value, a token, tool arguments or
+ * results, or event data.
+ */
+typedef void aur_log_fn(void *ud, int level, const char *line, size_t len);
+
+/*
+ * This host's log lines go to fn instead of stderr (host.ini's log_file
+ * still gets them all); fn NULL: back to stderr.  Lines of
+ * aur_mcp_create itself went to stderr already.  fn runs on the thread
+ * that logs, one line at a time for this host; it must be quick and must
+ * not call into this host.  Any time, any thread.  Another host's log is
+ * never affected.
+ */
+void aur_mcp_set_log(struct aur_mcp *h, aur_log_fn *fn, void *ud);
 
 /* Add a builtin tool before start.  id must match aur(.[a-z][a-z0-9_-]*){2,}
  * and must not collide with a discovered MCP tool at start.  schema_json

@@ -14,11 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The log is process-wide by nature (stderr is); one mutex keeps lines
- * whole when Apps and transports log from their own threads. */
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static int log_level = AUR_LOG_INFO;
-static FILE *log_file;
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
@@ -44,7 +39,7 @@ static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
  * quiet line vanish one run in a hundred).  With none free it takes over
  * the slot of the probed key with the most tokens (the idlest), after
  * that key's summary, keeping the tokens as they are, so a key that comes
- * back after eviction gets no fresh burst.  Guarded by log_mu.
+ * back after eviction gets no fresh burst.  Guarded by its log's mutex.
  */
 #define LOG_BUCKETS 512
 #define LOG_PROBES 8
@@ -62,14 +57,33 @@ struct log_bucket {
     const char *fmt;     /* ditto (a literal of the caller's) */
 };
 
-static struct log_bucket buckets[LOG_BUCKETS];
-static size_t pending;  /* buckets with suppressed lines */
-static int64_t swept_ms; /* the last sweep of their summaries */
+/* One host's log: its level, file, sink and rate limits.  Its mutex
+ * keeps lines whole when Apps and transports log from their own threads;
+ * stderr, which every log of the process shares, has its own below. */
+struct aur__log {
+    pthread_mutex_t mu;
+    int level;
+    FILE *file;
+    aur_log_fn *sink; /* instead of stderr */
+    void *sink_ud;
+    struct log_bucket buckets[LOG_BUCKETS];
+    size_t pending;   /* buckets with suppressed lines */
+    int64_t swept_ms; /* the last sweep of their summaries */
+};
+
+/* For code that runs without a host (tests, tools): stderr at INFO. */
+static struct aur__log default_log = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                                      .level = AUR_LOG_INFO};
+
+static struct aur__log *the(struct aur__log *lg)
+{
+    return lg ? lg : &default_log;
+}
 
 /*
  * stderr never blocks a caller (docs/budgets.md, "Log volume"): a host
  * whose stderr nobody reads (a full pipe, a stopped terminal) would
- * otherwise stop in the middle of a call with log_mu held, and every
+ * otherwise stop in the middle of a call with a log's mutex held, and every
  * thread after it.  Lines are written without waiting on a description of
  * stderr of our own: a pipe or terminal is opened again through
  * /proc/self/fd/2 with O_NONBLOCK (never set on fd 2 itself, which the
@@ -77,8 +91,10 @@ static int64_t swept_ms; /* the last sweep of their summaries */
  * is.  A line it cannot take now is dropped and counted; the count goes
  * out before the next line it takes.  A line goes out in one write of at
  * most PIPE_BUF bytes, so a pipe never holds half of one.  The log file
- * (a regular file) gets every line whole.  Guarded by log_mu.
+ * (a regular file) gets every line whole.  Guarded by err_mu, taken
+ * after a log's mutex.
  */
+static pthread_mutex_t err_mu = PTHREAD_MUTEX_INITIALIZER;
 static int err_fd = -1;      /* ours, or STDERR_FILENO when reopening failed */
 static bool err_sock;        /* send(MSG_DONTWAIT) */
 static uint64_t err_dropped; /* lines stderr did not take, not yet said */
@@ -139,16 +155,17 @@ static bool stderr_put(const char *b, size_t n)
     return true;
 }
 
-int aur__log_setup(int level, const char *path, struct aur_error *err)
+/* Open path for appending (NULL or "": none) into *f. */
+static int open_file(const char *path, FILE **f, struct aur_error *err)
 {
-    FILE *f = NULL;
+    *f = NULL;
     if (path && *path) {
         /* Never through a symlink (someone else's file would be appended
          * to), and readable by its owner only: logs name Apps and tools. */
         int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
                                 O_CLOEXEC,
                       0600);
-        if (fd < 0 || !(f = fdopen(fd, "a"))) {
+        if (fd < 0 || !(*f = fdopen(fd, "a"))) {
             int e = errno;
             if (fd >= 0)
                 close(fd);
@@ -156,45 +173,105 @@ int aur__log_setup(int level, const char *path, struct aur_error *err)
                             path, strerror(e),
                             e == ELOOP ? " (a symlink is refused)" : "");
         }
-        setvbuf(f, NULL, _IOLBF, 0);
+        setvbuf(*f, NULL, _IOLBF, 0);
     }
-    pthread_mutex_lock(&log_mu);
-    if (log_file)
-        fclose(log_file);
-    log_file = f;
-    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
-    stderr_open_locked();
-    pthread_mutex_unlock(&log_mu);
     return AUR_OK;
 }
 
-static void flush_summaries_locked(void);
+static void reopen_stderr(void)
+{
+    pthread_mutex_lock(&err_mu);
+    stderr_open_locked();
+    pthread_mutex_unlock(&err_mu);
+}
+
+int aur__log_open(int level, const char *path, struct aur__log **out,
+                  struct aur_error *err)
+{
+    struct aur__log *lg = calloc(1, sizeof *lg);
+    int rc;
+
+    if (!lg)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    if ((rc = open_file(path, &lg->file, err)) != AUR_OK) {
+        free(lg);
+        return rc;
+    }
+    pthread_mutex_init(&lg->mu, NULL);
+    aur__log_set_level(lg, level);
+    reopen_stderr(); /* what fd 2 is now */
+    *out = lg;
+    return AUR_OK;
+}
+
+static void flush_summaries_locked(struct aur__log *lg);
+
+void aur__log_close(struct aur__log *lg)
+{
+    if (!lg)
+        return;
+    pthread_mutex_lock(&lg->mu);
+    flush_summaries_locked(lg);
+    pthread_mutex_unlock(&lg->mu);
+    if (lg->file)
+        fclose(lg->file);
+    pthread_mutex_destroy(&lg->mu);
+    free(lg);
+}
+
+int aur__log_setup(int level, const char *path, struct aur_error *err)
+{
+    FILE *f;
+    int rc = open_file(path, &f, err);
+
+    if (rc != AUR_OK)
+        return rc;
+    pthread_mutex_lock(&default_log.mu);
+    if (default_log.file)
+        fclose(default_log.file);
+    default_log.file = f;
+    pthread_mutex_unlock(&default_log.mu);
+    aur__log_set_level(NULL, level);
+    reopen_stderr();
+    return AUR_OK;
+}
 
 void aur__log_teardown(void)
 {
-    pthread_mutex_lock(&log_mu);
-    flush_summaries_locked();
-    if (log_file)
-        fclose(log_file);
-    log_file = NULL;
+    pthread_mutex_lock(&default_log.mu);
+    flush_summaries_locked(&default_log);
+    if (default_log.file)
+        fclose(default_log.file);
+    default_log.file = NULL;
+    pthread_mutex_unlock(&default_log.mu);
+    pthread_mutex_lock(&err_mu);
     if (err_fd > STDERR_FILENO)
         close(err_fd);
     err_fd = -1;
-    pthread_mutex_unlock(&log_mu);
+    pthread_mutex_unlock(&err_mu);
 }
 
-void aur__log_set_level(int level)
+void aur__log_set_level(struct aur__log *lg, int level)
 {
     if (level < AUR_LOG_ERROR)
         level = AUR_LOG_ERROR;
     if (level > AUR_LOG_DEBUG)
         level = AUR_LOG_DEBUG;
-    __atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+    __atomic_store_n(&the(lg)->level, level, __ATOMIC_RELAXED);
 }
 
-int aur__log_level(void)
+int aur__log_level(struct aur__log *lg)
 {
-    return __atomic_load_n(&log_level, __ATOMIC_RELAXED);
+    return __atomic_load_n(&the(lg)->level, __ATOMIC_RELAXED);
+}
+
+void aur__log_set_sink(struct aur__log *lg, aur_log_fn *fn, void *ud)
+{
+    lg = the(lg);
+    pthread_mutex_lock(&lg->mu);
+    lg->sink = fn;
+    lg->sink_ud = ud;
+    pthread_mutex_unlock(&lg->mu);
 }
 
 /*
@@ -232,8 +309,8 @@ static void escape_controls(const char *in, char *out, size_t size)
     out[o] = '\0';
 }
 
-/* Write one finished line; log_mu held. */
-static void emit_locked(const char *out)
+/* Write one finished line to stderr; err_mu held. */
+static void stderr_line_locked(const char *out)
 {
     char line[PIPE_BUF];
     size_t n = strlen(out);
@@ -263,12 +340,25 @@ static void emit_locked(const char *out)
     line[n++] = '\n';
     if (err_dropped || !stderr_put(line, n))
         err_dropped++;
-    if (log_file)
-        fprintf(log_file, "%s\n", out);
 }
 
-/* The summary of b's dropped lines, if any; log_mu held. */
-static void summary_locked(struct log_bucket *b)
+/* One finished line of lg at level: its sink or stderr, and its file;
+ * lg->mu held. */
+static void emit_locked(struct aur__log *lg, int level, const char *out)
+{
+    if (lg->sink) {
+        lg->sink(lg->sink_ud, level, out, strlen(out));
+    } else {
+        pthread_mutex_lock(&err_mu);
+        stderr_line_locked(out);
+        pthread_mutex_unlock(&err_mu);
+    }
+    if (lg->file)
+        fprintf(lg->file, "%s\n", out);
+}
+
+/* The summary of b's dropped lines, if any; lg->mu held. */
+static void summary_locked(struct aur__log *lg, struct log_bucket *b)
 {
     char ts[40], line[400], out[1600];
 
@@ -281,15 +371,15 @@ static void summary_locked(struct log_bucket *b)
              ts, b->tag, (unsigned long long)b->suppressed,
              b->fmt ? b->fmt : "", LOG_BURST_BYTES, LOG_RATE_BYTES);
     escape_controls(line, out, sizeof out);
-    emit_locked(out);
+    emit_locked(lg, AUR_LOG_WARN, out);
     b->suppressed = 0;
-    pending--;
+    lg->pending--;
 }
 
-static void flush_summaries_locked(void)
+static void flush_summaries_locked(struct aur__log *lg)
 {
-    for (size_t i = 0; i < LOG_BUCKETS && pending; i++)
-        summary_locked(&buckets[i]);
+    for (size_t i = 0; i < LOG_BUCKETS && lg->pending; i++)
+        summary_locked(lg, &lg->buckets[i]);
 }
 
 /* b's tokens at now: refilled at LOG_RATE_BYTES up to the burst. */
@@ -303,9 +393,9 @@ static void refill_locked(struct log_bucket *b, int64_t now)
     }
 }
 
-/* The bucket of (tag, fmt), refilled; log_mu held. */
-static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
-                                        int64_t now)
+/* The bucket of (tag, fmt), refilled; lg->mu held. */
+static struct log_bucket *bucket_locked(struct aur__log *lg, const char *tag,
+                                        const char *fmt, int64_t now)
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)fmt;
     struct log_bucket *b = NULL, *idlest = NULL;
@@ -314,7 +404,7 @@ static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     h ^= h >> 29;
     for (size_t i = 0; i < LOG_PROBES && !b; i++) {
-        struct log_bucket *s = &buckets[(h + i) % LOG_BUCKETS];
+        struct log_bucket *s = &lg->buckets[(h + i) % LOG_BUCKETS];
         if (!s->started) {
             s->started = true;
             s->closed = false;
@@ -331,7 +421,7 @@ static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
     }
     if (!b) {
         b = idlest;
-        summary_locked(b);
+        summary_locked(lg, b);
     }
     if (b->key != h) {
         b->key = h;
@@ -343,13 +433,15 @@ static struct log_bucket *bucket_locked(const char *tag, const char *fmt,
     return b;
 }
 
-void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
+void aur__vlog(struct aur__log *lg, int level, const char *tag,
+               const char *fmt, va_list ap)
 {
     char line[2048], out[4 * 2048], ts[40];
     struct log_bucket *b = NULL;
     int64_t now = 0;
     int n;
-    if (level > aur__log_level())
+    lg = the(lg);
+    if (level > aur__log_level(lg))
         return;
     if (level < AUR_LOG_ERROR)
         level = AUR_LOG_ERROR;
@@ -359,8 +451,8 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
     if (level > AUR_LOG_ERROR) {
         /* Decided before formatting: a flood costs a lock and a counter
          * per line, nothing more. */
-        pthread_mutex_lock(&log_mu);
-        b = bucket_locked(tag ? tag : "log", fmt, now);
+        pthread_mutex_lock(&lg->mu);
+        b = bucket_locked(lg, tag ? tag : "log", fmt, now);
         /* Once empty, closed until a second of refill is in. */
         if (b->closed && b->tokens >= LOG_RATE_BYTES)
             b->closed = false;
@@ -368,8 +460,8 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
             b->closed = true;
         bool pass = !b->closed;
         if (!pass && b->suppressed++ == 0)
-            pending++;
-        pthread_mutex_unlock(&log_mu);
+            lg->pending++;
+        pthread_mutex_unlock(&lg->mu);
         if (!pass)
             return;
     }
@@ -380,23 +472,24 @@ void aur__vlog(int level, const char *tag, const char *fmt, va_list ap)
         n = 0;
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     escape_controls(line, out, sizeof out);
-    pthread_mutex_lock(&log_mu);
+    pthread_mutex_lock(&lg->mu);
     if (b) {
-        summary_locked(b);
+        summary_locked(lg, b);
         b->tokens -= (int64_t)strlen(out) + 1;
     }
-    if (pending && now - swept_ms >= 1000) {
-        swept_ms = now;
-        flush_summaries_locked();
+    if (lg->pending && now - lg->swept_ms >= 1000) {
+        lg->swept_ms = now;
+        flush_summaries_locked(lg);
     }
-    emit_locked(out);
-    pthread_mutex_unlock(&log_mu);
+    emit_locked(lg, level, out);
+    pthread_mutex_unlock(&lg->mu);
 }
 
-void aur__log(int level, const char *tag, const char *fmt, ...)
+void aur__log(struct aur__log *lg, int level, const char *tag,
+              const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    aur__vlog(level, tag, fmt, ap);
+    aur__vlog(lg, level, tag, fmt, ap);
     va_end(ap);
 }

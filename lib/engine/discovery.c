@@ -469,7 +469,7 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         aur__rpc_mem_adjust(app->rpc, kept);
         json_object_put(res);
         aur__rpc_mem_adjust(app->rpc, -page_mem);
-        aur__log(AUR_LOG_DEBUG, app->tag,
+        aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag,
                  "tools/list page %d: %zu tools, %lld bytes kept of %lld%s",
                  pages, n, (long long)kept, (long long)page_mem,
                  cursor ? ", more" : "");
@@ -507,7 +507,7 @@ int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
         }
         if (++*relists > max_relist)
             break;
-        aur__log(AUR_LOG_INFO, app->tag,
+        aur__log(app->mcp->log, AUR_LOG_INFO, app->tag,
                  "tool catalog changed during startup; paging again");
     }
     drop_tools(app);

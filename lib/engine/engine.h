@@ -21,6 +21,7 @@
 
 struct json_object;
 struct aur__journal;
+struct aur__log;
 
 /* Per plugin instance: tags its logs and world writes. */
 struct aur_self {
@@ -133,6 +134,7 @@ struct aur__app {
 
 struct aur_mcp {
     struct aur__config *cfg;
+    struct aur__log *log; /* this host's (log.h) */
     struct aur_host host; /* the vtable handed to plugins */
     struct aur__plugin_set plugins;
     struct aur_self *selves; /* one per plugin */

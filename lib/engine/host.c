@@ -173,7 +173,13 @@ int aur_mcp_skip_app(struct aur_mcp *h, const char *package, int skip,
 void aur_mcp_log_verbosity(struct aur_mcp *h, int delta)
 {
     if (h && h->cfg)
-        aur__log_set_level(h->cfg->log_level + delta);
+        aur__log_set_level(h->log, h->cfg->log_level + delta);
+}
+
+void aur_mcp_set_log(struct aur_mcp *h, aur_log_fn *fn, void *ud)
+{
+    if (h && h->log)
+        aur__log_set_sink(h->log, fn, ud);
 }
 
 int aur_mcp_create(const char *config_dir, const char *plugin_dir,
@@ -198,7 +204,8 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
         fill_serr(serr, "config_invalid", "config", err->msg);
         goto fail;
     }
-    rc = aur__log_setup(mcp->cfg->log_level, mcp->cfg->log_file, err);
+    rc = aur__log_open(mcp->cfg->log_level, mcp->cfg->log_file, &mcp->log,
+                       err);
     if (rc != AUR_OK) {
         fill_serr(serr, "config_invalid", "config", err->msg);
         goto fail;
@@ -346,6 +353,7 @@ void aur_mcp_destroy(struct aur_mcp *h)
     free(h->tdefs);
     free(h->tplugins);
     free(h->selves);
+    aur__log_close(h->log); /* after the plugins: their fini may log */
     aur__config_free(h->cfg);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);

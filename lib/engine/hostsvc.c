@@ -18,7 +18,8 @@ static void host_log(struct aur_self *self, int level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    aur__vlog(level, self ? self->tag : "plugin", fmt, ap);
+    aur__vlog(self && self->mcp ? self->mcp->log : NULL, level,
+              self ? self->tag : "plugin", fmt, ap);
     va_end(ap);
 }
 

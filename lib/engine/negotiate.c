@@ -240,7 +240,7 @@ static int probe(struct aur__app *app, aur_deadline dl, int attempt,
             *caps = json_object_new_object();
     }
     json_object_put(res);
-    aur__log(AUR_LOG_DEBUG, app->tag, "probe %d: %s", attempt,
+    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "probe %d: %s", attempt,
              v == V_MODERN          ? "modern"
              : v == V_LEGACY_ALIVE  ? "legacy (answered)"
              : v == V_LEGACY_DEAD   ? "legacy (silent or exited)"
@@ -421,6 +421,7 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     int rc;
 
     h.ud = app;
+    h.log = mcp->log;
     rc = declare_extensions(app, err);
     if (rc != AUR_OK)
         return rc;
@@ -447,7 +448,7 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     app->server_caps = caps;
     app->info.version = app->version;
     app->info.modern = app->modern;
-    aur__log(AUR_LOG_INFO, app->tag, "connected over %s, protocol %s",
+    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag, "connected over %s, protocol %s",
              aur__transport_word(app->cfg->transport), app->version);
     rc = aur__rpc_set_protocol(app->rpc, app->modern, app->version, err);
     if (rc != AUR_OK)

@@ -146,7 +146,7 @@ int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err)
                 continue; /* exclusions are never checked */
             if (!aur__pattern_has_wildcard(pat)) {
                 if (!aur__registry_find(mcp, pat) && skipped_tool(mcp, pat)) {
-                    aur__log(AUR_LOG_WARN, NULL,
+                    aur__log(mcp->log, AUR_LOG_WARN, NULL,
                              "agents.ini:%d: agent %s references %s, of an "
                              "App left out of this run",
                              ag->tool_lines[e], ag->id, pat);
@@ -167,7 +167,7 @@ int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err)
                 if (aur__pattern_match(pat, mcp->registry[i]->id))
                     hits++;
             if (!hits)
-                aur__log(AUR_LOG_WARN, NULL,
+                aur__log(mcp->log, AUR_LOG_WARN, NULL,
                          "agents.ini:%d: agent %s: pattern %s matches no tool",
                          ag->tool_lines[e], ag->id, pat);
         }

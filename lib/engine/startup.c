@@ -53,7 +53,7 @@ void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
     };
     struct aur_error err;
     if (aur__world_append(mcp, &c, &err) != AUR_OK)
-        aur__log(AUR_LOG_ERROR, app->tag, "lifecycle commit %s not written: %s",
+        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag, "lifecycle commit %s not written: %s",
                  kind, err.msg);
     free(id);
     free(source);
@@ -165,7 +165,7 @@ static int await_freeze(struct aur__app *app, aur_deadline dl, int *relists,
                             "with no %s left to page again",
                             *relists > mcp->cfg->max_relist ? "relist"
                                                            : "time");
-        aur__log(AUR_LOG_INFO, app->tag,
+        aur__log(app->mcp->log, AUR_LOG_INFO, app->tag,
                  "tool catalog changed before the freeze; paging again");
         rc = aur__app_list_tools(app, dl, relists, err);
         if (rc == AUR_OK)
@@ -201,7 +201,7 @@ static int run_app(struct aur__app *app, bool *in_slot, struct aur_error *err)
         rc = await_freeze(app, dl, &relists, in_slot, err);
     if (rc != AUR_OK)
         return rc;
-    aur__log(AUR_LOG_INFO, app->tag, "ready with %zu tools", app->ntools);
+    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag, "ready with %zu tools", app->ntools);
     return AUR_OK;
 }
 
@@ -241,7 +241,7 @@ static void *app_thread(void *arg)
     pthread_mutex_lock(&app->mu);
     app->state = AUR__S_STARTING;
     pthread_mutex_unlock(&app->mu);
-    aur__log(AUR_LOG_INFO, app->tag, "starting (%s)",
+    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag, "starting (%s)",
              aur__transport_word(app->cfg->transport));
     aur_error_clear(&err);
     bool in_slot = true;
@@ -263,7 +263,7 @@ static void *app_thread(void *arg)
         app->state = AUR__S_UNAVAILABLE;
         aur__set_str(&app->last_error, err.msg);
         pthread_mutex_unlock(&app->mu);
-        aur__log(AUR_LOG_ERROR, app->tag, "startup failed in phase %s (%s): %s",
+        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag, "startup failed in phase %s (%s): %s",
                  app->phase, aur_rc_word(rc), err.msg);
         if (app->fail_order == 1)
             cancel_all(mcp);
@@ -322,15 +322,17 @@ static void write_startup_commits(struct aur_mcp *mcp)
 
 /* Why the whole startup failed: logged (with the App, the phase and the
  * reason) and handed to the caller. */
-static void fill_serr(struct aur_startup_error *serr, const char *code,
-                      const char *app, const char *phase, const char *msg)
+static void fill_serr(struct aur_mcp *mcp, struct aur_startup_error *serr,
+                      const char *code, const char *app, const char *phase,
+                      const char *msg)
 {
     if (app)
-        aur__log(AUR_LOG_ERROR, NULL, "startup failed (%s): App %s, phase %s: "
-                 "%s", code, app, phase, msg);
+        aur__log(mcp->log, AUR_LOG_ERROR, NULL,
+                 "startup failed (%s): App %s, phase %s: %s", code, app,
+                 phase, msg);
     else
-        aur__log(AUR_LOG_ERROR, NULL, "startup failed (%s): phase %s: %s",
-                 code, phase, msg);
+        aur__log(mcp->log, AUR_LOG_ERROR, NULL,
+                 "startup failed (%s): phase %s: %s", code, phase, msg);
     if (!serr)
         return;
     snprintf(serr->code, sizeof serr->code, "%s", code);
@@ -450,7 +452,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     if (!threads || !made) {
         free(threads);
         free(made);
-        fill_serr(serr, "startup_failed", NULL, "connect", "out of memory");
+        fill_serr(mcp, serr, "startup_failed", NULL, "connect", "out of memory");
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
     for (size_t i = 0; i < mcp->napps; i++) {
@@ -495,25 +497,25 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
             if (mcp->apps[i].began &&
                 mcp->apps[i].start_rc == AUR_E_CANCELLED)
                 failed = &mcp->apps[i];
-        fill_serr(serr, "interrupted", failed ? failed->cfg->package : NULL,
+        fill_serr(mcp, serr, "interrupted", failed ? failed->cfg->package : NULL,
                   failed ? failed->phase : "activate", "startup cancelled");
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "startup cancelled");
         goto fail;
     }
     if (failed) {
-        fill_serr(serr, "startup_failed", failed->cfg->package, failed->phase,
+        fill_serr(mcp, serr, "startup_failed", failed->cfg->package, failed->phase,
                   failed->error);
         rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
         goto fail;
     }
     rc = aur__registry_freeze(mcp, err);
     if (rc != AUR_OK) {
-        fill_serr(serr, "startup_failed", NULL, "catalog/freeze", err->msg);
+        fill_serr(mcp, serr, "startup_failed", NULL, "catalog/freeze", err->msg);
         goto fail;
     }
     rc = aur__agents_check(mcp, err);
     if (rc != AUR_OK) {
-        fill_serr(serr, "startup_failed", NULL, "agents", err->msg);
+        fill_serr(mcp, serr, "startup_failed", NULL, "agents", err->msg);
         goto fail;
     }
     /* A disconnect since the clean listing: the frozen catalog is served
@@ -531,7 +533,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         if (gone) {
             why = a->disconnect_detail ? a->disconnect_detail
                                        : "connection closed";
-            fill_serr(serr, "startup_failed", a->cfg->package, "activate", why);
+            fill_serr(mcp, serr, "startup_failed", a->cfg->package, "activate", why);
             rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", why);
             commit_failed(a, "activate", rc, why, NULL);
             goto fail;
@@ -540,7 +542,8 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     write_frozen_commits(mcp);
     open_gate(mcp, 1);
     __atomic_store_n(&mcp->active, true, __ATOMIC_RELEASE);
-    aur__log(AUR_LOG_INFO, NULL, "activated: %zu tools frozen", mcp->nregistry);
+    aur__log(mcp->log, AUR_LOG_INFO, NULL, "activated: %zu tools frozen",
+             mcp->nregistry);
     return AUR_OK;
 fail:
     /* What waits at the gate is dropped, then the dispatch threads can be
@@ -576,7 +579,7 @@ static void app_close_begin(struct aur__app *app)
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
     if (app->opened)
-        aur__log(AUR_LOG_DEBUG, app->tag, "closing");
+        aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "closing");
 }
 
 /* The rest, which may take a whole escalation for a stubborn App. */

@@ -25,6 +25,7 @@
 struct json_object;
 struct aur__rpc;
 struct aur__pending;
+struct aur__log;
 
 /*
  * How a request ended without a JSON-RPC response of its own: what the
@@ -46,6 +47,8 @@ struct aur__rpc_end {
 /* What the owner hears about, always on the dispatch thread. */
 struct aur__rpc_handlers {
     void *ud;
+    struct aur__log *log; /* where this layer's lines go; NULL: the
+                           * process default */
     /* Optional, on the transport's thread, for each notification as it
      * arrives, before it is queued: its effect is ordered with the
      * responses around it on the wire, and what was true at arrival is

@@ -50,7 +50,7 @@ void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
         uint64_t n = r->stats.dropped_notifications;
         pthread_mutex_unlock(&r->mu);
         if ((n & 1023) == 1)
-            aur__log(AUR_LOG_WARN, r->tag,
+            aur__log(r->h.log, AUR_LOG_WARN, r->tag,
                      "notification queue full (%s): dropping server "
                      "messages",
                      bytes ? "max_queued_bytes" : "4096 messages");
@@ -117,7 +117,7 @@ static void answer_request(struct aur__rpc *r, struct json_object *msg,
         json_object_object_add(reply, "error", e);
     }
     if (r->ops->send(r->conn, reply, aur__now_ms() + 5000, &err) != AUR_OK)
-        aur__log(AUR_LOG_DEBUG, r->tag, "could not answer %s: %s", method,
+        aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "could not answer %s: %s", method,
                  err.msg);
     json_object_put(reply);
 }

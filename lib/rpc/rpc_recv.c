@@ -222,11 +222,11 @@ static void refuse(struct aur__rpc *r, bool have_key, int64_t num,
              "the server's response was refused: %.160s", why);
     count_drop(r);
     if (have_key && end_request(r, num, sid, &end, NULL)) {
-        aur__log(AUR_LOG_WARN, r->tag, "refused a response (%s); its "
+        aur__log(r->h.log, AUR_LOG_WARN, r->tag, "refused a response (%s); its "
                  "request ended", why);
         return;
     }
-    aur__log(AUR_LOG_WARN, r->tag, "dropped a message: %s", why);
+    aur__log(r->h.log, AUR_LOG_WARN, r->tag, "dropped a message: %s", why);
 }
 
 static void deliver_response(struct aur__rpc *r, struct json_object *msg,
@@ -252,7 +252,7 @@ static void deliver_response(struct aur__rpc *r, struct json_object *msg,
     }
     r->stats.dropped_frames++;
     pthread_mutex_unlock(&r->mu);
-    aur__log(AUR_LOG_DEBUG, r->tag, "dropped a response nobody waits for");
+    aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "dropped a response nobody waits for");
     json_object_put(msg);
 }
 
@@ -316,7 +316,7 @@ static bool spend_token(struct aur__rpc *r)
     bool report = !r->close_reported;
     r->close_reported = true;
     pthread_mutex_unlock(&r->mu);
-    aur__log(AUR_LOG_WARN, r->tag, "%s", why.msg);
+    aur__log(r->h.log, AUR_LOG_WARN, r->tag, "%s", why.msg);
     if (report) {
         /* The App is marked unavailable at once, not after the
          * notifications it sent within budget (still handled after). */
@@ -402,7 +402,7 @@ static void take_message(struct aur__rpc *r, struct json_object *msg,
     }
     if (!have_key) {
         count_drop(r);
-        aur__log(AUR_LOG_WARN, r->tag,
+        aur__log(r->h.log, AUR_LOG_WARN, r->tag,
                  "dropped a response with an unusable id");
         json_object_put(msg);
         return;
@@ -444,7 +444,7 @@ static void sink_message(void *ctx, struct json_object *msg)
         pthread_mutex_unlock(&r->mu);
         if (!json_object_object_get_ex(msg, "id", &id) ||
             !key_of(id, &num, &sid) || !end_request(r, num, sid, &end, NULL))
-            aur__log(AUR_LOG_WARN, r->tag, "dropped a message: %s", end.msg);
+            aur__log(r->h.log, AUR_LOG_WARN, r->tag, "dropped a message: %s", end.msg);
         json_object_put(msg);
         return;
     }
@@ -592,7 +592,7 @@ static int sink_text(void *ctx, const char *buf, size_t len,
                          err->msg);
             }
             if (end_request(r, num, kind == 2 ? sid : NULL, &end, NULL))
-                aur__log(AUR_LOG_WARN, r->tag, "%s frame named a waiting "
+                aur__log(r->h.log, AUR_LOG_WARN, r->tag, "%s frame named a waiting "
                          "request; it ended",
                          rc == AUR_E_LIMIT ? "a refused (max_app_memory_bytes)"
                                            : "an unparsable");
@@ -641,7 +641,7 @@ static void sink_request_end(void *ctx, struct json_object *id,
         json_object_object_add(reply, "error", aur__json_copy(e->error));
     }
     if (!end_request(r, num, sid, &end, reply))
-        aur__log(AUR_LOG_DEBUG, r->tag, "an ended request nobody waits for");
+        aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "an ended request nobody waits for");
 }
 
 static void sink_closed(void *ctx, const struct aur_error *why)

@@ -40,6 +40,8 @@ class AurToolOutput(Structure):
 BUILTIN_FN = CFUNCTYPE(None, c_void_p, POINTER(c_char), c_size_t, c_void_p)
 # void (*emit)(void *ud, const char *line)
 LINE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+# void aur_log_fn(void *ud, int level, const char *line, size_t len)
+LOG_FN = CFUNCTYPE(None, c_void_p, c_int, POINTER(c_char), c_size_t)
 
 
 def _candidates() -> List[str]:
@@ -106,6 +108,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     _fn(lib, "aur_call_status_word", c_char_p, c_int)
     _fn(lib, "aur_mcp_create", c_int, c_char_p, c_char_p, POINTER(P), S, E)
     _fn(lib, "aur_mcp_skip_app", c_int, P, c_char_p, c_int, E)
+    _fn(lib, "aur_mcp_set_log", None, P, LOG_FN, P)
+    _fn(lib, "aur_mcp_log_verbosity", None, P, c_int)
     _fn(lib, "aur_mcp_add_builtin", c_int, P, c_char_p, c_char_p,
         c_char_p, c_size_t, BUILTIN_FN, P, E)
     _fn(lib, "aur_builtin_reply_set", c_int, P, c_int, c_char_p, c_size_t)

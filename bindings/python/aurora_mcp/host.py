@@ -148,13 +148,21 @@ class Host:
 
     def __init__(self, config_dir: str, *, plugin_dir: Optional[str] = None,
                  only: Optional[Sequence[str]] = None,
-                 disable: Sequence[str] = (), start: bool = True):
+                 disable: Sequence[str] = (), start: bool = True,
+                 log: Optional[Callable[[int, str], None]] = None,
+                 verbosity: int = 0):
         """Load and check config_dir and its plugins, leave out the Apps
         not in only (when given) and those in disable, and start (unless
-        start is False: add builtins first, then call start())."""
+        start is False: add builtins first, then call start()).
+
+        log(level, line) receives this host's log lines instead of stderr
+        (level 0 error .. 3 debug; it runs on the host's threads and must
+        not call into the host); verbosity shifts host.ini's log_level by
+        that many levels (+1: more)."""
         self._lib = library()
         self._h = c_void_p()
         self._builtins: List[Any] = []  # the C callbacks must outlive h
+        self._log_cb: Any = None
         self._tools: Optional[List[Tool]] = None
         serr = _lib.AurStartupError()
         err = _lib.AurError()
@@ -165,6 +173,17 @@ class Host:
             raise (ConfigError if serr.code == b"config_invalid"
                    else StartupError)(rc, serr)
         try:
+            if log is not None:
+                def sink(_ud, level, line, n):
+                    try:
+                        log(level, ctypes.string_at(line, n).decode(
+                            errors="replace"))
+                    except BaseException:  # never into the host's thread
+                        pass
+                self._log_cb = _lib.LOG_FN(sink)
+                self._lib.aur_mcp_set_log(self._h, self._log_cb, None)
+            if verbosity:
+                self._lib.aur_mcp_log_verbosity(self._h, int(verbosity))
             for pkg in self._skipped(only, disable):
                 _raise(self._lib.aur_mcp_skip_app(self._h, pkg.encode(), 1,
                                                   byref(err)), err)

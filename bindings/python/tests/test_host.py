@@ -215,3 +215,13 @@ def test_the_agent_runtime_example_runs(demo):
     assert fail["is_error"] and "did not run" in fail["content"]
     assert nope == {"is_error": True,
                     "content": "no tool named aur__mcp__org__aurora__demo__nope"}
+
+
+def test_log_lines_reach_the_callback(demo):
+    lines = []
+    with Host(demo, log=lambda level, line: lines.append((level, line)),
+              verbosity=1) as host:
+        host.call(ADD, {"a": 1, "b": 2})
+    assert any("app org.aurora.demo: ready with 5 tools" in l
+               for _, l in lines), lines
+    assert all(0 <= level <= 3 and "\n" not in l for level, l in lines)

@@ -397,6 +397,68 @@ START_TEST(err_may_be_null)
 }
 END_TEST
 
+/* What one host's sink got: its lines, one per entry. */
+struct sink {
+    pthread_mutex_t mu;
+    char text[65536];
+    size_t n, lines;
+    int max_level;
+};
+
+static void to_sink(void *ud, int level, const char *line, size_t len)
+{
+    struct sink *k = ud;
+
+    ck_assert_uint_eq(strlen(line), len); /* one line, NUL-terminated */
+    ck_assert_ptr_null(memchr(line, '\n', len));
+    pthread_mutex_lock(&k->mu);
+    if (k->n + len + 2 < sizeof k->text) {
+        memcpy(k->text + k->n, line, len);
+        k->n += len;
+        k->text[k->n++] = '\n';
+        k->text[k->n] = '\0';
+    }
+    k->lines++;
+    if (level > k->max_level)
+        k->max_level = level;
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* Two hosts in one process: each log goes to its own sink at its own
+ * level, and neither re-targets the other. */
+START_TEST(two_hosts_two_logs)
+{
+    char *dir_b = h_mkconfig(NULL, NULL);
+    const char *a_args[] = {"--era", "modern", NULL};
+    const char *b_args[] = {"--era", "legacy", NULL};
+    struct sink a = {PTHREAD_MUTEX_INITIALIZER, "", 0, 0, -1};
+    struct sink b = {PTHREAD_MUTEX_INITIALIZER, "", 0, 0, -1};
+    struct aur_mcp *ha = NULL, *hb = NULL;
+
+    h_add_logged_app(dir, "a.ini", "org.test.a", 5, NULL, fixture, NULL,
+                     logpath, a_args);
+    h_add_logged_app(dir_b, "b.ini", "org.test.b", 5, NULL, fixture, NULL,
+                     logpath, b_args);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &ha, NULL, NULL), AUR_OK);
+    ck_assert_int_eq(aur_mcp_create(dir_b, NULL, &hb, NULL, NULL), AUR_OK);
+    aur_mcp_set_log(ha, to_sink, &a);
+    aur_mcp_set_log(hb, to_sink, &b);
+    aur_mcp_log_verbosity(ha, 2); /* warn -> debug, for A alone */
+    ck_assert_int_eq(aur_mcp_start(ha, NULL, NULL), AUR_OK);
+    ck_assert_int_eq(aur_mcp_start(hb, NULL, NULL), AUR_OK);
+    aur_mcp_destroy(ha);
+    aur_mcp_destroy(hb);
+    /* A at debug heard its start; B, still at warn, nothing at all. */
+    ck_assert_msg(strstr(a.text, "INFO app org.test.a: ready with 1 tools"),
+                  "A's sink: %s", a.text);
+    ck_assert_int_eq(a.max_level, AUR_LOG_DEBUG);
+    ck_assert_ptr_null(strstr(a.text, "org.test.b"));
+    ck_assert_msg(b.lines == 0, "B's sink: %s", b.text);
+    h_rmtree(dir_b);
+    free(dir_b);
+}
+END_TEST
+
 /* The library leaves SIGPIPE to the program: an embedder that keeps the
  * default must neither see it changed nor be killed by it when the log's
  * stderr is a pipe nobody reads. */
@@ -455,6 +517,7 @@ static Suite *suite(void)
     tcase_add_test(t, checks_and_plugin_info_as_text);
     tcase_add_test(t, err_may_be_null);
     tcase_add_test(t, sigpipe_is_the_programs);
+    tcase_add_test(t, two_hosts_two_logs);
     suite_add_tcase(s, t);
     return s;
 }

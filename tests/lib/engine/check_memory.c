@@ -259,13 +259,13 @@ START_TEST(log_tag_is_rate_limited)
     ck_assert(asprintf(&path, "%s/host.log", tmpl) > 0);
     ck_assert_int_eq(aur__log_setup(AUR_LOG_DEBUG, path, &err), AUR_OK);
     for (int i = 0; i < 200000; i++)
-        aur__log(AUR_LOG_WARN, "app org.test.noisy",
+        aur__log(NULL, AUR_LOG_WARN, "app org.test.noisy",
                  "a line of about a hundred bytes, number %d, that a server "
                  "made us write",
                  i);
-    aur__log(AUR_LOG_ERROR, "app org.test.noisy", "an error still passes");
-    aur__log(AUR_LOG_INFO, "app org.test.quiet", "another tag still passes");
-    aur__log(AUR_LOG_DEBUG, "app org.test.noisy", "another line %s",
+    aur__log(NULL, AUR_LOG_ERROR, "app org.test.noisy", "an error still passes");
+    aur__log(NULL, AUR_LOG_INFO, "app org.test.quiet", "another tag still passes");
+    aur__log(NULL, AUR_LOG_DEBUG, "app org.test.noisy", "another line %s",
              "still passes");
     int64_t secs = (h_now_ms() - t0) / 1000 + 1;
     aur__log_teardown();
@@ -303,15 +303,15 @@ START_TEST(log_flood_spares_every_other_key)
     ck_assert(asprintf(&path, "%s/host.log", tmpl) > 0);
     ck_assert_int_eq(aur__log_setup(AUR_LOG_DEBUG, path, &err), AUR_OK);
     for (int i = 0; i < 20000; i++)
-        aur__log(AUR_LOG_WARN, "app org.test.noisy",
+        aur__log(NULL, AUR_LOG_WARN, "app org.test.noisy",
                  "a line of about a hundred bytes, number %d, that a server "
                  "made us write",
                  i);
     for (int a = 0; a < 600; a++) {
         snprintf(tag, sizeof tag, "app org.test.quiet%03d", a);
-        aur__log(AUR_LOG_INFO, tag, "one line of App %d", a);
+        aur__log(NULL, AUR_LOG_INFO, tag, "one line of App %d", a);
     }
-    aur__log(AUR_LOG_WARN, "app org.test.noisy",
+    aur__log(NULL, AUR_LOG_WARN, "app org.test.noisy",
              "a line of about a hundred bytes, number %d, that a server "
              "made us write",
              -1);

@@ -432,7 +432,7 @@ int main(void)
     Suite *s = suite_create("negotiate");
     TCase *t = tcase_create("modern");
 
-    aur__log_set_level(AUR_LOG_ERROR);
+    aur__log_set_level(NULL, AUR_LOG_ERROR);
     tcase_add_test(t, modern_accepted);
     tcase_add_test(t, retry_after_32022_listing_modern);
     tcase_add_test(t, modern_call_results);

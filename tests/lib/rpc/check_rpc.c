@@ -584,7 +584,7 @@ int main(void)
     Suite *s = suite_create("rpc");
 
     /* Refusals log warnings by design; keep the test output readable. */
-    aur__log_set_level(AUR_LOG_ERROR);
+    aur__log_set_level(NULL, AUR_LOG_ERROR);
     rpc_add_here(s);
     rpc_add_end(s);
     rpc_add_close(s);

@@ -268,6 +268,30 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
                  const char *args_json, size_t args_len, int64_t timeout_ms,
                  struct aur_tool_output *out);
 
+/*
+ * The outcome of an asynchronous call.  out is borrowed for the callback
+ * (the library clears it afterwards: copy what you keep).  Runs on one of
+ * the host's call threads, so it should be quick (hand the outcome to
+ * your event loop) and must not shut the host down.
+ */
+typedef void aur_call_done_fn(void *ud, const struct aur_tool_output *out);
+
+/*
+ * aur_mcp_call without waiting: the call is queued and done(ud, out) runs
+ * exactly once with its outcome, at the latest before aur_mcp_shutdown
+ * returns.  The host runs at most 16 calls at once on threads of its own
+ * and queues up to 4096 more; a call still queued at shutdown ends
+ * failed (it was never sent).  AUR_OK: accepted.  Anything else: not
+ * accepted, nothing sent, done never runs: AUR_E_INVAL (no tool id or
+ * callback, arguments that are not one JSON object), AUR_E_STATE (not
+ * started, or shutting down), AUR_E_LIMIT (the queue is full),
+ * AUR_E_NOMEM.  Any thread once started.
+ */
+int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
+                       const char *args_json, size_t args_len,
+                       int64_t timeout_ms, aur_call_done_fn *done, void *ud,
+                       struct aur_error *err);
+
 /* The status document as JSON text (the discover output without "tools"
  * when with_tools == 0) into *json (free with aur_free; *len bytes).
  * Any thread. */

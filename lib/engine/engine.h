@@ -135,6 +135,7 @@ struct aur__app {
 struct aur_mcp {
     struct aur__config *cfg;
     struct aur__log *log; /* this host's (log.h) */
+    struct aur__async *async; /* async.c's pool, made on first use */
     struct aur_host host; /* the vtable handed to plugins */
     struct aur__plugin_set plugins;
     struct aur_self *selves; /* one per plugin */
@@ -264,6 +265,14 @@ struct aur__text {
     size_t len;
     char s[];
 };
+
+/* async.c: the pool's limits; stop: queued calls end failed (unsent), no
+ * more are taken; join (after the Apps closed): every callback has run,
+ * the pool is gone.  Both owner thread, in shutdown. */
+#define AUR__ASYNC_WORKERS 16
+#define AUR__ASYNC_QUEUE 4096
+void aur__async_stop(struct aur_mcp *h);
+void aur__async_join(struct aur_mcp *h);
 
 /* builtin.c: run builtin tool t (t->app NULL) with args (borrowed, NULL =
  * {}) into out.  Any thread. */

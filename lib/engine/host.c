@@ -312,8 +312,10 @@ void aur_mcp_shutdown(struct aur_mcp *h)
     if (!h || h->shut)
         return;
     h->shut = true;
+    aur__async_stop(h); /* queued calls: failed, never sent */
     if (h->apps)
         aur__close_all(h, AUR__CLOSE_GRACE_MS);
+    aur__async_join(h); /* the calls in flight ended with the Apps */
     aur__journal_close(h->journal);
     h->journal = NULL;
 }

@@ -5,10 +5,11 @@ stdio or HTTPS), freezes their tools, and calls them with one of three
 outcomes: succeeded, failed (nothing happened: retrying is safe) or
 unknown (it may have run).  See docs/python.md.
 """
+from .aio import AsyncHost
 from .host import (FAILED, SUCCEEDED, UNKNOWN, AuroraError, CallResult,
                    ConfigError, Host, StartupError, Tool, ToolFailed,
                    journal, library, version)
 
-__all__ = ["Host", "Tool", "CallResult", "AuroraError", "StartupError",
-           "ConfigError", "ToolFailed", "journal", "library", "version",
-           "SUCCEEDED", "FAILED", "UNKNOWN"]
+__all__ = ["Host", "AsyncHost", "Tool", "CallResult", "AuroraError",
+           "StartupError", "ConfigError", "ToolFailed", "journal", "library",
+           "version", "SUCCEEDED", "FAILED", "UNKNOWN"]

@@ -40,6 +40,8 @@ class AurToolOutput(Structure):
 BUILTIN_FN = CFUNCTYPE(None, c_void_p, POINTER(c_char), c_size_t, c_void_p)
 # void (*emit)(void *ud, const char *line)
 LINE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+# void aur_call_done_fn(void *ud, const struct aur_tool_output *out)
+DONE_FN = CFUNCTYPE(None, c_void_p, POINTER(AurToolOutput))
 # void aur_log_fn(void *ud, int level, const char *line, size_t len)
 LOG_FN = CFUNCTYPE(None, c_void_p, c_int, POINTER(c_char), c_size_t)
 
@@ -120,6 +122,8 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     _fn(lib, "aur_mcp_call", c_int, P, c_char_p, c_char_p, c_size_t,
         c_int64, POINTER(AurToolOutput))
     _fn(lib, "aur_tool_output_clear", None, POINTER(AurToolOutput))
+    _fn(lib, "aur_mcp_call_async", c_int, P, c_char_p, c_char_p, c_size_t,
+        c_int64, DONE_FN, P, E)
     _fn(lib, "aur_mcp_status", c_int, P, c_int, POINTER(POINTER(c_char)),
         POINTER(c_size_t), E)
     _fn(lib, "aur_mcp_restart_required", c_int, P)

@@ -130,6 +130,25 @@ def _strings(v, n) -> Optional[List[str]]:
     return [v[i].decode(errors="replace") for i in range(n)]
 
 
+def _call_args(arguments, timeout):
+    """The arguments as JSON text (None: {}) and the timeout in ms (-1:
+    the App's); ValueError for what cannot be sent."""
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise ValueError("tool arguments must be a mapping")
+    if timeout is not None and not (timeout >= 0 and math.isfinite(timeout)):
+        raise ValueError("timeout must be a finite number >= 0")
+    args = _json_text(arguments) if arguments is not None else None
+    return args, -1 if timeout is None else int(timeout * 1000)
+
+
+def _result(out: _lib.AurToolOutput) -> "CallResult":
+    data = ctypes.string_at(out.content, out.content_len) \
+        if out.content else b""
+    return CallResult(_STATUS.get(out.status, UNKNOWN), data,
+                      _strings(out.observe, out.n_observe),
+                      _strings(out.publish, out.n_publish))
+
+
 def _raise(rc: int, err: _lib.AurError) -> None:
     if rc != 0:
         raise AuroraError(rc, err.msg.decode(errors="replace"))
@@ -262,22 +281,12 @@ class Host:
         """Call a tool and wait for its outcome (timeout in seconds; None:
         the App's own).  Never retried.  Raises ValueError for arguments
         that are not a JSON object; every other problem is an outcome."""
-        if arguments is not None and not isinstance(arguments, Mapping):
-            raise ValueError("tool arguments must be a mapping")
-        if timeout is not None and not (timeout >= 0 and
-                                        math.isfinite(timeout)):
-            raise ValueError("timeout must be a finite number >= 0")
-        args = _json_text(arguments) if arguments is not None else None
+        args, ms = _call_args(arguments, timeout)
         out = _lib.AurToolOutput()
-        rc = self._lib.aur_mcp_call(
-            self._h, tool_id.encode(), args, len(args) if args else 0,
-            -1 if timeout is None else int(timeout * 1000), byref(out))
+        rc = self._lib.aur_mcp_call(self._h, tool_id.encode(), args,
+                                    len(args) if args else 0, ms, byref(out))
         try:
-            data = ctypes.string_at(out.content, out.content_len) \
-                if out.content else b""
-            result = CallResult(_STATUS.get(out.status, UNKNOWN), data,
-                                _strings(out.observe, out.n_observe),
-                                _strings(out.publish, out.n_publish))
+            result = _result(out)
         finally:
             self._lib.aur_tool_output_clear(byref(out))
         if rc != 0:

@@ -317,7 +317,8 @@ static void call_app(struct aur__tool *t, struct json_object *args,
                      "at the call's deadline");
         goto out;
     }
-    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s", t->raw_name);
+    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s",
+             t->raw_name);
     rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p,
                    &maybe_sent, &err);
     if (rc != AUR_OK) {
@@ -352,8 +353,8 @@ static void call_app(struct aur__tool *t, struct json_object *args,
 mapped:
     /* budget (lib/engine/budget.c): max_result_bytes */
     aur__call_result_budget(app, out);
-    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s", t->raw_name,
-             aur_call_status_word(out->status));
+    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s",
+             t->raw_name, aur_call_status_word(out->status));
 out:
     json_object_put(reply);
     /* While still counted in flight: close waits for that before it lets

@@ -141,7 +141,8 @@ void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
     wake_freeze(app);
     if (!commit || !aur__activation_wait(app->mcp))
         return;
-    aur__log(app->mcp->log, AUR_LOG_WARN, app->tag, "disconnected; restart required");
+    aur__log(app->mcp->log, AUR_LOG_WARN, app->tag,
+             "disconnected; restart required");
     struct json_object *data = json_object_new_object();
     char suffix[48];
     char *summary =
@@ -207,8 +208,8 @@ static void on_notification(void *ud, const char *method,
         if (accepted &&
             s->p->ops.e.on_notify(s->p->state, session, method, params,
                                   (stamp & STAMP_ACTIVE) != 0, &err) < 0)
-            aur__log(app->mcp->log, AUR_LOG_WARN, app->tag, "%s: %s rejected: %s",
-                     s->p->name, method, err.msg);
+            aur__log(app->mcp->log, AUR_LOG_WARN, app->tag,
+                     "%s: %s rejected: %s", s->p->name, method, err.msg);
         return;
     }
     if (strcmp(method, "notifications/tools/list_changed") == 0) {
@@ -223,8 +224,8 @@ static void on_notification(void *ud, const char *method,
             aur__app_mark_disconnected(
                 app, "the server ended the change subscription");
     } else {
-        aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "notification %.64s ignored",
-                 method);
+        aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag,
+                 "notification %.64s ignored", method);
     }
 }
 
@@ -241,7 +242,8 @@ static struct json_object *on_request(void *ud, const char *method,
      * sampling, elicitation) was declared, so the rest gets -32601. */
     if (!modern && strcmp(method, "ping") == 0)
         return json_object_new_object();
-    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "server request %.64s refused", method);
+    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag,
+             "server request %.64s refused", method);
     return NULL;
 }
 

@@ -448,7 +448,8 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     app->server_caps = caps;
     app->info.version = app->version;
     app->info.modern = app->modern;
-    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag, "connected over %s, protocol %s",
+    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag,
+             "connected over %s, protocol %s",
              aur__transport_word(app->cfg->transport), app->version);
     rc = aur__rpc_set_protocol(app->rpc, app->modern, app->version, err);
     if (rc != AUR_OK)

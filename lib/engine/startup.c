@@ -53,8 +53,8 @@ void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
     };
     struct aur_error err;
     if (aur__world_append(mcp, &c, &err) != AUR_OK)
-        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag, "lifecycle commit %s not written: %s",
-                 kind, err.msg);
+        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag,
+                 "lifecycle commit %s not written: %s", kind, err.msg);
     free(id);
     free(source);
     free(scope);
@@ -201,7 +201,8 @@ static int run_app(struct aur__app *app, bool *in_slot, struct aur_error *err)
         rc = await_freeze(app, dl, &relists, in_slot, err);
     if (rc != AUR_OK)
         return rc;
-    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag, "ready with %zu tools", app->ntools);
+    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag, "ready with %zu tools",
+             app->ntools);
     return AUR_OK;
 }
 
@@ -263,8 +264,9 @@ static void *app_thread(void *arg)
         app->state = AUR__S_UNAVAILABLE;
         aur__set_str(&app->last_error, err.msg);
         pthread_mutex_unlock(&app->mu);
-        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag, "startup failed in phase %s (%s): %s",
-                 app->phase, aur_rc_word(rc), err.msg);
+        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag,
+                 "startup failed in phase %s (%s): %s", app->phase,
+                 aur_rc_word(rc), err.msg);
         if (app->fail_order == 1)
             cancel_all(mcp);
     }
@@ -452,7 +454,8 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     if (!threads || !made) {
         free(threads);
         free(made);
-        fill_serr(mcp, serr, "startup_failed", NULL, "connect", "out of memory");
+        fill_serr(mcp, serr, "startup_failed", NULL, "connect",
+                  "out of memory");
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
     for (size_t i = 0; i < mcp->napps; i++) {
@@ -497,20 +500,22 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
             if (mcp->apps[i].began &&
                 mcp->apps[i].start_rc == AUR_E_CANCELLED)
                 failed = &mcp->apps[i];
-        fill_serr(mcp, serr, "interrupted", failed ? failed->cfg->package : NULL,
+        fill_serr(mcp, serr, "interrupted",
+                  failed ? failed->cfg->package : NULL,
                   failed ? failed->phase : "activate", "startup cancelled");
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "startup cancelled");
         goto fail;
     }
     if (failed) {
-        fill_serr(mcp, serr, "startup_failed", failed->cfg->package, failed->phase,
-                  failed->error);
+        fill_serr(mcp, serr, "startup_failed", failed->cfg->package,
+                  failed->phase, failed->error);
         rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
         goto fail;
     }
     rc = aur__registry_freeze(mcp, err);
     if (rc != AUR_OK) {
-        fill_serr(mcp, serr, "startup_failed", NULL, "catalog/freeze", err->msg);
+        fill_serr(mcp, serr, "startup_failed", NULL, "catalog/freeze",
+                  err->msg);
         goto fail;
     }
     rc = aur__agents_check(mcp, err);
@@ -533,7 +538,8 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         if (gone) {
             why = a->disconnect_detail ? a->disconnect_detail
                                        : "connection closed";
-            fill_serr(mcp, serr, "startup_failed", a->cfg->package, "activate", why);
+            fill_serr(mcp, serr, "startup_failed", a->cfg->package, "activate",
+                      why);
             rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", why);
             commit_failed(a, "activate", rc, why, NULL);
             goto fail;

@@ -117,8 +117,8 @@ static void answer_request(struct aur__rpc *r, struct json_object *msg,
         json_object_object_add(reply, "error", e);
     }
     if (r->ops->send(r->conn, reply, aur__now_ms() + 5000, &err) != AUR_OK)
-        aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "could not answer %s: %s", method,
-                 err.msg);
+        aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "could not answer %s: %s",
+                 method, err.msg);
     json_object_put(reply);
 }
 

@@ -252,7 +252,8 @@ static void deliver_response(struct aur__rpc *r, struct json_object *msg,
     }
     r->stats.dropped_frames++;
     pthread_mutex_unlock(&r->mu);
-    aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "dropped a response nobody waits for");
+    aur__log(r->h.log, AUR_LOG_DEBUG, r->tag,
+             "dropped a response nobody waits for");
     json_object_put(msg);
 }
 
@@ -444,7 +445,8 @@ static void sink_message(void *ctx, struct json_object *msg)
         pthread_mutex_unlock(&r->mu);
         if (!json_object_object_get_ex(msg, "id", &id) ||
             !key_of(id, &num, &sid) || !end_request(r, num, sid, &end, NULL))
-            aur__log(r->h.log, AUR_LOG_WARN, r->tag, "dropped a message: %s", end.msg);
+            aur__log(r->h.log, AUR_LOG_WARN, r->tag, "dropped a message: %s",
+                     end.msg);
         json_object_put(msg);
         return;
     }
@@ -592,8 +594,8 @@ static int sink_text(void *ctx, const char *buf, size_t len,
                          err->msg);
             }
             if (end_request(r, num, kind == 2 ? sid : NULL, &end, NULL))
-                aur__log(r->h.log, AUR_LOG_WARN, r->tag, "%s frame named a waiting "
-                         "request; it ended",
+                aur__log(r->h.log, AUR_LOG_WARN, r->tag,
+                         "%s frame named a waiting request; it ended",
                          rc == AUR_E_LIMIT ? "a refused (max_app_memory_bytes)"
                                            : "an unparsable");
         }
@@ -641,7 +643,8 @@ static void sink_request_end(void *ctx, struct json_object *id,
         json_object_object_add(reply, "error", aur__json_copy(e->error));
     }
     if (!end_request(r, num, sid, &end, reply))
-        aur__log(r->h.log, AUR_LOG_DEBUG, r->tag, "an ended request nobody waits for");
+        aur__log(r->h.log, AUR_LOG_DEBUG, r->tag,
+                 "an ended request nobody waits for");
 }
 
 static void sink_closed(void *ctx, const struct aur_error *why)

@@ -48,7 +48,7 @@ static void *worker(void *arg)
 
     /* Each iteration claims one call number, so the loop is bounded by n. */
     while (atomic_fetch_add(&r->next, 1) < r->n) {
-        struct aur_tool_output out = { 0 };
+        struct aur_tool_output out = {.struct_size = sizeof out};
 
         aur_mcp_call_jsonc(r->host, r->tool, NULL, -1, &out);
         if (out.status != AUR_CALL_SUCCEEDED)
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     const char *dir = NULL;
     struct run r = { .tool = NULL, .n = 0 };
     long k = 1;
-    struct aur_startup_error serr = { 0 };
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err = { 0 };
     pthread_t th[MAX_THREADS];
     struct rusage ru;

@@ -68,7 +68,7 @@ static void check_one(const char *dir, struct row *r)
 {
     static const struct aur_world_writer none = {
         .struct_size = sizeof none, .append = keep_nothing};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     struct json_object *st, *apps;
@@ -208,7 +208,7 @@ static struct json_object *report_json(const struct row *rows, size_t n,
 int cli_doctor(const char *dir, bool json)
 {
     struct doctor d = {.dir = dir, .mu = PTHREAD_MUTEX_INITIALIZER};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     struct json_object *st, *apps;

@@ -44,7 +44,7 @@ static const char usage[] =
 
 static int cmd_check(const char *dir)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     struct json_object *o;
@@ -110,7 +110,7 @@ static char *read_stdin(size_t *len)
 static int cmd_call(const char *dir, const char *tool, const char *args_text)
 {
     struct json_object *args = NULL, *o;
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     char *owned = NULL;

@@ -177,7 +177,7 @@ static void refuse_job(struct server *s, struct job *j)
 
 static void run_job(struct server *s, struct job *j)
 {
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
 
     char *line;
     size_t len;

@@ -171,7 +171,7 @@ int cli_apply_options(struct aur_mcp *h)
     }
     json_object_put(st);
     if (rc != EXIT_OK) {
-        struct aur_startup_error serr;
+        struct aur_startup_error serr = {.struct_size = sizeof serr};
         memset(&serr, 0, sizeof serr);
         snprintf(serr.code, sizeof serr.code, "config_invalid");
         snprintf(serr.phase, sizeof serr.phase, "config");
@@ -183,7 +183,7 @@ int cli_apply_options(struct aur_mcp *h)
 
 int cli_start(const char *dir, struct aur_mcp **out)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
 

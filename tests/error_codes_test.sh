@@ -25,7 +25,7 @@ while read -r sym word; do
     elif [ "$f" = "-" ]; then
         grep -q "\`$word\` | \`$sym\` | \*reserved\*" "$DOC" ||
             bad "$word has no test and is not marked reserved"
-        if grep -rnw "$sym" "$SRC/core" "$SRC/plugins" --include='*.c' |
+        if grep -rnw "$sym" "$SRC/lib" "$SRC/plugins" --include='*.c' |
             grep -q .; then
             bad "$sym is marked reserved but the bundled code uses it"
         else ok; fi

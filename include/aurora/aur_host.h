@@ -77,6 +77,10 @@ const char *aur_call_status_word(enum aur_call_status s);
  * frozen registry's own strings, so a call copies none of them.
  */
 struct aur_tool_output {
+    /* Set by the caller to sizeof(struct aur_tool_output) before passing
+     * it (a zero-filled struct counts as this layout): a later library
+     * fills only the fields a caller's size holds.  Kept by the call. */
+    uint32_t struct_size;
     enum aur_call_status status;
     char *content;
     const char *const *observe;
@@ -120,13 +124,40 @@ struct aur_world_writer {
                   struct aur_error *err);
 };
 
-/* Why start failed: the CLI prints exactly these fields. */
+/* Where a start failed: X(ENUM, value, "word"). */
+#define AUR_PHASE_MAP(X)                                                     \
+    X(AUR_PHASE_NONE, 0, "")                                                 \
+    X(AUR_PHASE_CONFIG, 1, "config")                                         \
+    X(AUR_PHASE_CONNECT, 2, "connect")                                       \
+    X(AUR_PHASE_LISTEN, 3, "catalog/listen")                                 \
+    X(AUR_PHASE_TOOLS_LIST, 4, "tools/list")                                 \
+    X(AUR_PHASE_FREEZE, 5, "catalog/freeze")                                 \
+    X(AUR_PHASE_AGENTS, 6, "agents")                                         \
+    X(AUR_PHASE_ACTIVATE, 7, "activate")
+
+enum aur_phase {
+#define AUR__PHASE_ENUM(e, v, w) e = (v),
+    AUR_PHASE_MAP(AUR__PHASE_ENUM)
+#undef AUR__PHASE_ENUM
+};
+
+/* The word of a phase ("" for none or an unknown one).  Static; any
+ * thread. */
+const char *aur_phase_word(int phase);
+
+/* Why start failed: the CLI prints code, app, phase and message.  The
+ * caller sets struct_size as for struct aur_tool_output. */
 struct aur_startup_error {
-    char code[48];     /* "startup_failed", "config_invalid", ... */
-    char app[160];     /* package, or "" when no App is concerned */
-    char phase[32];    /* config | connect | catalog/listen | tools/list |
-                          catalog/freeze | agents | activate */
-    char message[512]; /* one line, no secrets */
+    uint32_t struct_size;
+    int32_t rc;         /* enum aur_rc: AUR_E_CONFIG, AUR_E_STARTUP,
+                           AUR_E_JOURNAL or AUR_E_INTERRUPTED; code is its
+                           word */
+    int32_t phase_id;   /* enum aur_phase; phase is its word */
+    char code[48];      /* "startup_failed", "config_invalid", ... */
+    char app[160];      /* package, or "" when no App is concerned */
+    char phase[32];     /* config | connect | catalog/listen | tools/list |
+                           catalog/freeze | agents | activate */
+    char message[512];  /* one line, no secrets */
 };
 
 /* One frozen tool.  All borrowed from the host, valid until destroy, and

@@ -97,7 +97,10 @@ struct json_object;
     X(AUR_E_UNAVAILABLE, -22, "app_unavailable", "the App is not connected") \
     X(AUR_E_EVENT, -23, "event_invalid", "invalid business event")         \
     X(AUR_E_NOT_SENT, -24, "not_sent",                                       \
-      "not sent: no byte of the message left the host")
+      "not sent: no byte of the message left the host")                      \
+    X(AUR_E_STARTUP, -25, "startup_failed",                                  \
+      "an App or the catalog could not be started")                          \
+    X(AUR_E_INTERRUPTED, -26, "interrupted", "startup was interrupted")
 
 enum aur_rc {
 #define AUR__RC_ENUM(e, v, w, d) e = (v),

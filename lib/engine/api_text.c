@@ -53,7 +53,7 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
 
     if (args_json &&
         aur__json_parse(args_json, args_len, 128, &args, &err) != AUR_OK) {
-        memset(out, 0, sizeof *out);
+        aur__out_reset(out);
         aur__out_set(out, AUR_CALL_FAILED,
                      "tool arguments are not valid JSON (not sent): %s",
                      err.msg);

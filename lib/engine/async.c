@@ -40,12 +40,11 @@ struct aur__async {
 
 static void finish(struct aur_mcp *h, struct job *j, bool run)
 {
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
 
     if (run) {
         aur_mcp_call_jsonc(h, j->tool_id, j->args, j->timeout_ms, &out);
     } else {
-        memset(&out, 0, sizeof out);
         aur__out_set(&out, AUR_CALL_FAILED, "%s: the host shut down before "
                      "the call was sent", j->tool_id);
     }

@@ -16,6 +16,14 @@
 
 #include <json-c/json.h>
 
+void aur__out_reset(struct aur_tool_output *out)
+{
+    uint32_t size = out->struct_size;
+
+    memset(out, 0, sizeof *out);
+    out->struct_size = size;
+}
+
 void aur__out_set(struct aur_tool_output *out, enum aur_call_status s,
                   const char *fmt, ...)
 {

@@ -266,6 +266,11 @@ struct aur__text {
     char s[];
 };
 
+/* startup.c: *serr (NULL allowed) for a start that failed with rc in
+ * phase (its word), about app (NULL: none). */
+void aur__serr_fill(struct aur_startup_error *serr, int rc, const char *app,
+                    const char *phase, const char *msg);
+
 /* async.c: the pool's limits; stop: queued calls end failed (unsent), no
  * more are taken; join (after the Apps closed): every callback has run,
  * the pool is gone.  Both owner thread, in shutdown. */
@@ -285,6 +290,8 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct aur_tool_output *out);
 
 /* call_result.c.  out is writable and owned by the caller; any thread. */
+/* Every field of out zero but the caller's struct_size. */
+void aur__out_reset(struct aur_tool_output *out);
 /* out's status s and content the formatted text ("ok" / "no detail" when
  * it comes out blank). */
 void aur__out_set(struct aur_tool_output *out, enum aur_call_status s,

@@ -26,7 +26,7 @@ void aur_tool_output_clear(struct aur_tool_output *out)
         return;
     free(out->content);
     free(out->owned);
-    memset(out, 0, sizeof *out);
+    aur__out_reset(out);
 }
 
 /* The build tree's plugins when this library runs from the build tree,
@@ -75,17 +75,6 @@ static const struct aur_cfg *plugin_section(void *ud, const char *name)
 {
     struct aur_mcp *mcp = ud;
     return aur__config_plugin_section(mcp->cfg, name);
-}
-
-static void fill_serr(struct aur_startup_error *serr, const char *code,
-                      const char *phase, const char *msg)
-{
-    if (!serr)
-        return;
-    snprintf(serr->code, sizeof serr->code, "%s", code);
-    serr->app[0] = '\0';
-    snprintf(serr->phase, sizeof serr->phase, "%s", phase);
-    snprintf(serr->message, sizeof serr->message, "%s", msg);
 }
 
 static int setup_apps(struct aur_mcp *mcp, struct aur_error *err)
@@ -201,13 +190,13 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     aur__mono_cond_init(&mcp->cv);
     rc = aur__config_load_host(config_dir, &mcp->cfg, &diag, err);
     if (rc != AUR_OK) {
-        fill_serr(serr, "config_invalid", "config", err->msg);
+        aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
         goto fail;
     }
     rc = aur__log_open(mcp->cfg->log_level, mcp->cfg->log_file, &mcp->log,
                        err);
     if (rc != AUR_OK) {
-        fill_serr(serr, "config_invalid", "config", err->msg);
+        aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
         goto fail;
     }
     aur__host_vtable_init(mcp);
@@ -232,7 +221,7 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     if (rc == AUR_OK)
         rc = setup_apps(mcp, err);
     if (rc != AUR_OK) {
-        fill_serr(serr, "config_invalid", "config", err->msg);
+        aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
         goto fail;
     }
     new_startup_id(mcp->startup_id);
@@ -270,7 +259,7 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
     if (!h->have_writer) {
         rc = aur__journal_open(h->cfg->journal, &h->journal, err);
         if (rc != AUR_OK) {
-            fill_serr(serr, "journal_error", "config", err->msg);
+            aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
             return rc;
         }
     }
@@ -282,7 +271,7 @@ int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
                  struct aur_tool_output *out)
 {
     struct aur__tool *t;
-    memset(out, 0, sizeof *out);
+    aur__out_reset(out);
     if (arguments && !json_object_is_type(arguments, json_type_object)) {
         out->status = AUR_CALL_FAILED;
         out->content = strdup("tool arguments must be a JSON object");

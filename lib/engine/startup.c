@@ -322,25 +322,49 @@ static void write_startup_commits(struct aur_mcp *mcp)
     }
 }
 
+const char *aur_phase_word(int phase)
+{
+    switch (phase) {
+#define PHASE_WORD(e, v, w)                                                    \
+    case (v):                                                                  \
+        return w;
+        AUR_PHASE_MAP(PHASE_WORD)
+#undef PHASE_WORD
+    }
+    return "";
+}
+
+void aur__serr_fill(struct aur_startup_error *serr, int rc, const char *app,
+                    const char *phase, const char *msg)
+{
+    if (!serr)
+        return;
+    serr->rc = rc;
+    serr->phase_id = AUR_PHASE_NONE;
+    for (int p = AUR_PHASE_NONE + 1; *aur_phase_word(p); p++)
+        if (strcmp(aur_phase_word(p), phase) == 0)
+            serr->phase_id = p;
+    snprintf(serr->code, sizeof serr->code, "%s", aur_rc_word(rc));
+    snprintf(serr->app, sizeof serr->app, "%s", app ? app : "");
+    snprintf(serr->phase, sizeof serr->phase, "%s", phase);
+    snprintf(serr->message, sizeof serr->message, "%s", msg);
+}
+
 /* Why the whole startup failed: logged (with the App, the phase and the
  * reason) and handed to the caller. */
 static void fill_serr(struct aur_mcp *mcp, struct aur_startup_error *serr,
-                      const char *code, const char *app, const char *phase,
+                      int rc, const char *app, const char *phase,
                       const char *msg)
 {
     if (app)
         aur__log(mcp->log, AUR_LOG_ERROR, NULL,
-                 "startup failed (%s): App %s, phase %s: %s", code, app,
-                 phase, msg);
+                 "startup failed (%s): App %s, phase %s: %s", aur_rc_word(rc),
+                 app, phase, msg);
     else
         aur__log(mcp->log, AUR_LOG_ERROR, NULL,
-                 "startup failed (%s): phase %s: %s", code, phase, msg);
-    if (!serr)
-        return;
-    snprintf(serr->code, sizeof serr->code, "%s", code);
-    snprintf(serr->app, sizeof serr->app, "%s", app ? app : "");
-    snprintf(serr->phase, sizeof serr->phase, "%s", phase);
-    snprintf(serr->message, sizeof serr->message, "%s", msg);
+                 "startup failed (%s): phase %s: %s", aur_rc_word(rc), phase,
+                 msg);
+    aur__serr_fill(serr, rc, app, phase, msg);
 }
 
 /*
@@ -454,7 +478,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     if (!threads || !made) {
         free(threads);
         free(made);
-        fill_serr(mcp, serr, "startup_failed", NULL, "connect",
+        fill_serr(mcp, serr, AUR_E_STARTUP, NULL, "connect",
                   "out of memory");
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
@@ -500,27 +524,27 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
             if (mcp->apps[i].began &&
                 mcp->apps[i].start_rc == AUR_E_CANCELLED)
                 failed = &mcp->apps[i];
-        fill_serr(mcp, serr, "interrupted",
+        fill_serr(mcp, serr, AUR_E_INTERRUPTED,
                   failed ? failed->cfg->package : NULL,
                   failed ? failed->phase : "activate", "startup cancelled");
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "startup cancelled");
         goto fail;
     }
     if (failed) {
-        fill_serr(mcp, serr, "startup_failed", failed->cfg->package,
+        fill_serr(mcp, serr, AUR_E_STARTUP, failed->cfg->package,
                   failed->phase, failed->error);
         rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
         goto fail;
     }
     rc = aur__registry_freeze(mcp, err);
     if (rc != AUR_OK) {
-        fill_serr(mcp, serr, "startup_failed", NULL, "catalog/freeze",
+        fill_serr(mcp, serr, AUR_E_STARTUP, NULL, "catalog/freeze",
                   err->msg);
         goto fail;
     }
     rc = aur__agents_check(mcp, err);
     if (rc != AUR_OK) {
-        fill_serr(mcp, serr, "startup_failed", NULL, "agents", err->msg);
+        fill_serr(mcp, serr, AUR_E_STARTUP, NULL, "agents", err->msg);
         goto fail;
     }
     /* A disconnect since the clean listing: the frozen catalog is served
@@ -538,7 +562,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         if (gone) {
             why = a->disconnect_detail ? a->disconnect_detail
                                        : "connection closed";
-            fill_serr(mcp, serr, "startup_failed", a->cfg->package, "activate",
+            fill_serr(mcp, serr, AUR_E_STARTUP, a->cfg->package, "activate",
                       why);
             rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", why);
             commit_failed(a, "activate", rc, why, NULL);

@@ -401,7 +401,7 @@ static void print_line(struct json_object *o)
 static int run_call(struct aur_mcp *h, const struct call *c)
 {
     const struct aur_tool_info *t = tool_named(h, c->name);
-    struct aur_tool_output out = {0};
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *line = json_object_new_object();
     int ok;
 
@@ -441,7 +441,7 @@ int main(int argc, char **argv)
     struct opts o = {.timeout_s = 10, .log_level = "warn"};
     struct proxy px = {.pid = -1, .in = -1};
     struct call calls[MAX_CALLS];
-    struct aur_startup_error serr = {0};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err = {0};
     struct aur_mcp *h = NULL;
     const char *scenario = getenv("MCP_CONFORMANCE_SCENARIO");

@@ -161,7 +161,7 @@ void pt_scen_change(struct pt_run *r)
     char seed[32], bs[16], pss[16], chs[16], plan[400];
     const char *args[24];
     size_t n = 0;
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     struct truth t;
     bool late_flagged = false;

@@ -126,7 +126,7 @@ static int64_t ext_count(struct aur_mcp *h, const char *key)
 static bool call(struct aur_mcp *h, const char *tool, char *content,
                  size_t size, const char **status)
 {
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     aur_mcp_call_jsonc(h, tool, NULL, -1, &out);
     *status = aur_call_status_word(out.status);
     snprintf(content, size, "%s", out.content ? out.content : "");
@@ -151,7 +151,7 @@ void pt_scen_events(struct pt_run *r)
     char *server = pt_bin("bin/aur-perturb-server"), *logpath, *text;
     char seed[32], ts[16], pss[16], ps[16], bs[16], plan[256], content[256];
     const char *args[24], *st = "";
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     struct seen s = {0};
     int64_t ms;

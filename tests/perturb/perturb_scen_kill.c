@@ -57,7 +57,7 @@ void pt_scen_kill(struct pt_run *r)
     char *server = pt_bin("bin/aur-perturb-server"), *logpath, *text;
     char seed[32], ts[16], pss[16], pms[16], kl[32], plan[256];
     const char *args[28], *sizeword;
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t ms;
     int rc;
@@ -115,7 +115,7 @@ void pt_scen_kill(struct pt_run *r)
     big[arg_len] = '\0';
     json_object_object_add(a, "text", json_object_new_string(big));
     free(big);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     int64_t t0 = pt_now_ms();
     aur_mcp_call_jsonc(h, "aur.mcp." PKG ".effect", a, -1, &out);
     int64_t took = pt_now_ms() - t0;

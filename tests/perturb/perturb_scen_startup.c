@@ -73,7 +73,7 @@ void pt_scen_startup(struct pt_run *r)
     /* 2 or 3 Apps, 4 in one run of five */
     unsigned napps = pt_chance(r, 20) ? 4 : 2 + pt_below(r, 2), nfaulty = 0;
     char *fixture = pt_bin("bin/aur-fixture-server"), *logpath;
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t ms;
     int rc;

@@ -267,7 +267,7 @@ enum aur_call_status h_call(struct aur_mcp *h, const char *tool,
                             const char *args, char **content)
 {
     struct json_object *a = json_tokener_parse(args);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     enum aur_call_status s;
 
     ck_assert_msg(a != NULL, "arguments are not JSON: %s", args);

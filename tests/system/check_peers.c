@@ -49,7 +49,7 @@ static struct aur_mcp *start_peer(const char *script, const char *const *opts,
 START_TEST(sdk2_modern_discovery_and_calls)
 {
     const char *opts[] = {"--tools", "40", "--page-size", "6", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     char *c;
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
@@ -81,7 +81,7 @@ END_TEST
 START_TEST(sdk1_legacy_discovery_and_calls)
 {
     const char *opts[] = {"--tools", "12", "--page-size", "5", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start_peer(script1, opts, &serr, &rc);
     ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
@@ -98,7 +98,7 @@ START_TEST(sdk2_change_during_startup_repages)
 {
     const char *opts[] = {"--tools", "12", "--page-size", "4",
                           "--change-during-list", "1", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
     ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
@@ -111,7 +111,7 @@ END_TEST
 START_TEST(sdk2_runtime_change_only_flags_restart)
 {
     const char *opts[] = {"--change-on-call", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
     ck_assert_int_eq(rc, AUR_OK);
@@ -126,7 +126,7 @@ END_TEST
 START_TEST(sdk2_exit_during_call_is_unknown)
 {
     const char *opts[] = {"--exit-on-call", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start_peer(script2, opts, &serr, &rc);
     ck_assert_int_eq(rc, AUR_OK);

@@ -291,7 +291,7 @@ static struct json_object *connect_fails(bool with_ca, const char *needle,
 START_TEST(sdk2_modern_over_https)
 {
     const char *opts[] = {"--tools", "10", "--page-size", "4", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log, *e;
     int rc, listen, list, pages = 0, callix;
 
@@ -359,7 +359,7 @@ START_TEST(sdk1_legacy_listens_before_listing)
     const char *opts[] = {"--tools", "7", "--page-size", "5",
                           "--change-during-list", "1", "--get-delay", "500",
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
     int rc, get_done = -1, first_list, passes = 0;
 
@@ -397,7 +397,7 @@ START_TEST(sdk1_legacy_session_over_https)
      * handshake show up before the notification's "done" line. */
     const char *opts[] = {"--tools", "7", "--page-size", "5",
                           "--initialized-delay", "300", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log, *e;
     int rc, init, n;
 
@@ -474,7 +474,7 @@ END_TEST
 START_TEST(sdk1_runtime_list_changed_over_get)
 {
     const char *opts[] = {"--change-on-call", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
 
     server_start(script1, opts);
@@ -496,7 +496,7 @@ END_TEST
 START_TEST(sdk2_bearer_token)
 {
     const char *opts[] = {"--require-bearer", TOKEN, NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
     int rc;
 
@@ -526,7 +526,7 @@ END_TEST
 START_TEST(sdk2_bearer_missing_fails_connect)
 {
     const char *opts[] = {"--require-bearer", TOKEN, NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
 
     server_start(script2, opts);
@@ -542,7 +542,7 @@ END_TEST
 START_TEST(server_5xx_at_startup_fails_connect)
 {
     const char *opts[] = {"--status-for", "server/discover=503", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
 
     server_start(script2, opts);
@@ -556,7 +556,7 @@ END_TEST
 START_TEST(server_5xx_during_call_is_unknown)
 {
     const char *opts[] = {"--status-for", "tools/call=502", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     char *c;
     int rc;
 
@@ -575,7 +575,7 @@ END_TEST
 
 START_TEST(untrusted_ca_fails_connect)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
 
     server_start(script2, NULL);
@@ -593,7 +593,7 @@ static void call_fault_is_unknown(const char *fault, const char *needle)
 {
     char opt[64];
     const char *opts[] = {"--fault-for", opt, NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     char *c;
     int rc;
 
@@ -644,7 +644,7 @@ END_TEST
 START_TEST(reset_at_probe_fails_connect)
 {
     const char *opts[] = {"--fault-for", "server/discover=reset", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
 
     server_start(script2, opts);
@@ -660,7 +660,7 @@ START_TEST(tls_stall_fails_connect_at_deadline)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t sl = sizeof sa;
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc;
 
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -685,7 +685,7 @@ END_TEST
  * before any request is sent. */
 START_TEST(wrong_host_certificate_fails_connect)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct json_object *log;
 
     server_start_as(script2, NULL, "wrong");
@@ -701,7 +701,7 @@ END_TEST
 START_TEST(sdk2_runtime_list_changed_over_listen)
 {
     const char *opts[] = {"--change-on-call", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
 
     server_start(script2, opts);

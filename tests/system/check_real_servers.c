@@ -130,7 +130,7 @@ static void write_app(const char *file, const char *package,
 
 static struct aur_mcp *start(void)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int rc = h_start(dir, &h, &serr);
     ck_assert_msg(rc == AUR_OK, "start: %s %s %s", serr.app, serr.phase,

@@ -67,7 +67,7 @@ static int drop_commit(void *ud, const struct aur_commit *commit,
 static struct aur_mcp *host_start(const struct cell *c, const char *dir)
 {
     struct aur_world_writer w = {sizeof w, NULL, drop_commit};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
 
@@ -107,7 +107,7 @@ static enum aur_call_status call(struct aur_mcp *h, size_t text_len,
                                  char **content)
 {
     struct json_object *args = json_object_new_object();
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     enum aur_call_status s;
     char *text = malloc(text_len + 1);
 

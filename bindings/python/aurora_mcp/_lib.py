@@ -23,12 +23,15 @@ class AurError(Structure):
 
 
 class AurStartupError(Structure):
-    _fields_ = [("code", c_char * 48), ("app", c_char * 160),
+    _fields_ = [("struct_size", c_uint32), ("rc", c_int32),
+                ("phase_id", c_int32),
+                ("code", c_char * 48), ("app", c_char * 160),
                 ("phase", c_char * 32), ("message", c_char * 512)]
 
 
 class AurToolOutput(Structure):
-    _fields_ = [("status", c_int), ("content", POINTER(c_char)),
+    _fields_ = [("struct_size", c_uint32),
+                ("status", c_int), ("content", POINTER(c_char)),
                 ("observe", POINTER(c_char_p)),
                 ("publish", POINTER(c_char_p)),
                 ("n_observe", c_size_t), ("n_publish", c_size_t),
@@ -97,6 +100,18 @@ def _fn(lib, name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
     f.argtypes = list(argtypes)
+
+
+def startup_error() -> AurStartupError:
+    e = AurStartupError()
+    e.struct_size = ctypes.sizeof(e)
+    return e
+
+
+def tool_output() -> AurToolOutput:
+    o = AurToolOutput()
+    o.struct_size = ctypes.sizeof(o)
+    return o
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:

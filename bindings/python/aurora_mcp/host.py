@@ -183,7 +183,7 @@ class Host:
         self._builtins: List[Any] = []  # the C callbacks must outlive h
         self._log_cb: Any = None
         self._tools: Optional[List[Tool]] = None
-        serr = _lib.AurStartupError()
+        serr = _lib.startup_error()
         err = _lib.AurError()
         rc = self._lib.aur_mcp_create(
             config_dir.encode(), plugin_dir.encode() if plugin_dir else None,
@@ -254,7 +254,7 @@ class Host:
 
     def start(self) -> None:
         """Start every App under its deadline and freeze the registry."""
-        serr = _lib.AurStartupError()
+        serr = _lib.startup_error()
         err = _lib.AurError()
         rc = self._lib.aur_mcp_start(self._h, byref(serr), byref(err))
         if rc != 0:
@@ -282,7 +282,7 @@ class Host:
         the App's own).  Never retried.  Raises ValueError for arguments
         that are not a JSON object; every other problem is an outcome."""
         args, ms = _call_args(arguments, timeout)
-        out = _lib.AurToolOutput()
+        out = _lib.tool_output()
         rc = self._lib.aur_mcp_call(self._h, tool_id.encode(), args,
                                     len(args) if args else 0, ms, byref(out))
         try:

@@ -49,7 +49,7 @@ static struct aur_mcp *host_with(const char *ntools, bool create_only)
 {
     const char *opts[] = {"--era", "modern", "--tools",
                           ntools ? ntools : "1", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
 
@@ -91,7 +91,7 @@ END_TEST
 START_TEST(call_takes_text_with_its_length)
 {
     struct aur_mcp *h = host_with(NULL, false);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     /* The length is honoured: what follows it is not read. */
     const char buf[] = "{\"text\":\"Z\\u00fcrich\"}GARBAGE";
 
@@ -122,7 +122,7 @@ static const char *const bad_args[] = {
 START_TEST(bad_arguments_fail_unsent)
 {
     struct aur_mcp *h = host_with(NULL, false);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     const char *a = bad_args[_i];
 
     ck_assert_int_eq(aur_mcp_call(h, TOOL, a, strlen(a), -1, &out),
@@ -258,8 +258,8 @@ START_TEST(text_builtins)
     struct aur_mcp *h = host_with(NULL, true);
     const char schema[] = "{\"type\":\"object\",\"required\":[\"a\"]}";
     const char args[] = "{\"b\":[1,2],\"a\":123456789012345678901234567890}";
-    struct aur_tool_output out;
-    struct aur_startup_error serr;
+    struct aur_tool_output out = {.struct_size = sizeof out};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct json_object *o, *s;
     size_t len;
@@ -364,6 +364,44 @@ START_TEST(checks_and_plugin_info_as_text)
     ck_assert_int_ne(aur_plugin_info("/nonexistent/x.so", &json, &n, NULL),
                      AUR_OK); /* err may be NULL */
     free(plugin);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+START_TEST(startup_errors_are_enums)
+{
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    const char *dies[] = {"--era", "modern", "--exit-at", "initialize",
+                          "--exit-at", "discover", NULL};
+    char *bad = h_mkconfig("no_such_key = 1", NULL);
+    struct aur_mcp *h = NULL;
+
+    ck_assert_str_eq(aur_phase_word(AUR_PHASE_LISTEN), "catalog/listen");
+    ck_assert_str_eq(aur_phase_word(99), "");
+    ck_assert_int_eq(aur_mcp_create(bad, NULL, &h, &serr, NULL),
+                     AUR_E_CONFIG);
+    ck_assert_int_eq(serr.rc, AUR_E_CONFIG);
+    ck_assert_int_eq(serr.phase_id, AUR_PHASE_CONFIG);
+    ck_assert_str_eq(serr.code, aur_rc_word(AUR_E_CONFIG));
+    ck_assert_uint_eq(serr.struct_size, sizeof serr); /* kept */
+    h_rmtree(bad);
+    free(bad);
+
+    h_add_logged_app(dir, "a.ini", PKG, 5, NULL, fixture, NULL, logpath,
+                     dies);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, NULL), AUR_OK);
+    ck_assert_int_ne(aur_mcp_start(h, &serr, NULL), AUR_OK);
+    ck_assert_int_eq(serr.rc, AUR_E_STARTUP);
+    ck_assert_str_eq(serr.code, "startup_failed");
+    ck_assert_int_eq(serr.phase_id, AUR_PHASE_CONNECT);
+    ck_assert_str_eq(serr.app, PKG);
+    aur_mcp_destroy(h);
+
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, NULL), AUR_OK);
+    aur_mcp_cancel(h);
+    ck_assert_int_ne(aur_mcp_start(h, &serr, NULL), AUR_OK);
+    ck_assert_int_eq(serr.rc, AUR_E_INTERRUPTED);
+    ck_assert_str_eq(serr.code, "interrupted");
     aur_mcp_destroy(h);
 }
 END_TEST
@@ -695,6 +733,7 @@ static Suite *suite(void)
     tcase_add_test(t, text_builtins);
     tcase_add_test(t, checks_and_plugin_info_as_text);
     tcase_add_test(t, err_may_be_null);
+    tcase_add_test(t, startup_errors_are_enums);
     tcase_add_test(t, sigpipe_is_the_programs);
     tcase_add_test(t, two_hosts_two_logs);
     tcase_add_test(t, async_calls_each_end_once);

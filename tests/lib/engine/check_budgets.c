@@ -61,7 +61,7 @@ static int start(struct aur_mcp **h, struct aur_startup_error *serr)
 
 static void start_ok(struct aur_mcp **h)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     ck_assert_msg(start(h, &serr) == AUR_OK, "start: %s %s %s", serr.phase,
                   serr.app, serr.message);
 }
@@ -70,7 +70,7 @@ static void start_ok(struct aur_mcp **h)
 static void start_fails(const char *phase, const char *want1,
                         const char *want2)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
     ck_assert_str_eq(serr.code, "startup_failed");
@@ -105,7 +105,7 @@ START_TEST(flood_during_startup_fails_naming_budget)
     const char *opts[] = {"--era", eras[_i], "--flood", "5000", NULL};
     static const char *const j[] = {"mcp.app.starting", "mcp.app.failed",
                                     NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t t0 = h_now_ms();
     config(FLOOD_BUDGET, NULL, opts);
@@ -134,7 +134,7 @@ START_TEST(steady_rate_under_budget_is_fine)
 {
     const char *opts[] = {"--era", "modern", "--flood", "300",
                           "--flood-rate", "120", NULL};
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *a;
     struct aur_mcp *h;
     config("max_notifications_per_second = 200\nnotification_burst = 100\n",
@@ -200,7 +200,7 @@ START_TEST(flood_after_activation_makes_app_unavailable)
                                     "mcp.catalog.frozen",
                                     "mcp.app.disconnected", NULL};
     struct bg_call first = {0}, second = {0};
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     pthread_t t1, t2;
     struct json_object *a;
     struct aur_mcp *h;
@@ -334,7 +334,7 @@ static struct aur_tool_output call_text(struct aur_mcp *h, size_t n)
 {
     struct json_object *args = json_object_new_object();
     char *text = repeat('r', n);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     json_object_object_add(args, "text", json_object_new_string(text));
     free(text);
     ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, 10000, &out), AUR_OK);
@@ -347,7 +347,7 @@ static struct aur_tool_output call_text(struct aur_mcp *h, size_t n)
 START_TEST(result_over_budget_is_unknown)
 {
     const char *opts[] = {"--era", eras[_i], NULL};
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *a;
     struct aur_mcp *h;
     config("max_result_bytes = 64\n", NULL, opts);
@@ -378,7 +378,7 @@ START_TEST(structured_result_over_budget_is_unknown)
         "{\"content\":[],\"structuredContent\":{\"k\":"
         "\"0123456789012345678901234567890123456789\"}}",
         NULL};
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct aur_mcp *h;
     config("max_result_bytes = 40\n", NULL, opts);
     start_ok(&h);
@@ -441,7 +441,7 @@ static const struct cfg_row cfg_rows[] = {
 START_TEST(config_out_of_range_names_file_line_key)
 {
     const struct cfg_row *r = &cfg_rows[_i];
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     char line[128], want[256];
@@ -474,7 +474,7 @@ START_TEST(config_range_ends_accepted)
         "max_schema_bytes = 1073741824\nmax_schema_depth = 128\n"
         "max_description_bytes = 1073741824\nmax_result_bytes = 1073741824\n"
         "max_app_memory_bytes = 68719476736\nmax_queued_bytes = 68719476736";
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     config(lo, hi_app, NULL);
@@ -487,7 +487,7 @@ END_TEST
 /* A budget key in the endpoint section is pointed to [app]. */
 START_TEST(config_budget_key_in_stdio_section)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     config(NULL, NULL, NULL);

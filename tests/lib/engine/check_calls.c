@@ -40,7 +40,7 @@ static struct aur_mcp *start_with(const char *era, double timeout,
 {
     const char *args[40] = {"--era", era};
     size_t n = 2;
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h = NULL;
     for (size_t i = 0; opts && opts[i] && n < 39; i++)
         args[n++] = opts[i];
@@ -56,7 +56,7 @@ static enum aur_call_status call(struct aur_mcp *h, const char *args_json,
                                  char **content)
 {
     struct json_object *args = args_json ? json_tokener_parse(args_json) : NULL;
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     enum aur_call_status s;
     ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, -1, &out), AUR_OK);
     json_object_put(args);
@@ -279,7 +279,7 @@ END_TEST
 START_TEST(unknown_tool_fails_before_sending)
 {
     struct aur_mcp *h = start_with("modern", 5, NULL);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp.org.test.calls.nope", NULL, -1,
                                   &out),
                      AUR_OK);
@@ -293,7 +293,8 @@ END_TEST
 START_TEST(default_scopes_returned)
 {
     struct aur_mcp *h = start_with("modern", 5, NULL);
-    struct aur_tool_output out, again;
+    struct aur_tool_output out = {.struct_size = sizeof out};
+    struct aur_tool_output again = {.struct_size = sizeof again};
     char *text;
     ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, NULL, -1, &out), AUR_OK);
     text = h_scopes_json(&out);
@@ -322,7 +323,7 @@ static void *worker(void *p)
     struct worker_arg *w = p;
     for (int i = 0; i < 50; i++) {
         char args[64], expect[64];
-        struct aur_tool_output out;
+        struct aur_tool_output out = {.struct_size = sizeof out};
         struct json_object *a;
         snprintf(args, sizeof args, "{\"text\":\"w%p-%d\"}", p, i);
         snprintf(expect, sizeof expect, "w%p-%d", p, i);
@@ -367,10 +368,10 @@ static void builtin_echo(void *ud, struct json_object *args,
 START_TEST(builtins_join_the_registry)
 {
     const char *args[] = {"--log", logpath, "--era", "modern", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     h_add_app(dir, "a.ini", PKG, 5, NULL, fixture, args);
     ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
     ck_assert_int_eq(aur_mcp_add_builtin_jsonc(h, "aur.core.echo", "echo", NULL,

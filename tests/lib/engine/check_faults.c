@@ -104,7 +104,7 @@ START_TEST(huge_line_during_list_is_refused_bounded)
 {
     const char *opts[] = {"--era", "modern", "--huge-line", "104857600",
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t t0 = h_now_ms();
     add_fixture(20, opts);
@@ -125,8 +125,8 @@ END_TEST
 START_TEST(notification_flood_is_survived_bounded)
 {
     const char *opts[] = {"--era", "modern", "--flood", "200000", NULL};
-    struct aur_startup_error serr;
-    struct aur_tool_output out;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct aur_mcp *h;
     /* A deadline the test needs met, not one it tests: it stretches. */
     add_fixture((double)h_slack(30000) / 1000.0, opts);
@@ -152,7 +152,7 @@ static const char *const close_eras[] = {"modern", "legacy"};
 START_TEST(closed_stdout_fails_startup_and_is_killed)
 {
     const char *opts[] = {"--era", close_eras[_i], "--close-stdout", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t t0 = h_now_ms();
     add_fixture(10, opts);
@@ -188,7 +188,7 @@ START_TEST(exit_at_each_phase_reports_it)
     const char *opts[] = {"--era",      r->era, "--tools", "4",
                           "--page-size", "2",   "--exit-at", r->point,
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture(10, opts);
     ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);

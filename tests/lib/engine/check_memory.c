@@ -383,7 +383,7 @@ static void config(const char *mcp_lines, const char *app_extra,
 
 static void start_ok(struct aur_mcp **h)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     ck_assert_msg(h_start(dir, h, &serr) == AUR_OK, "start: %s %s %s",
                   serr.phase, serr.app, serr.message);
 }
@@ -391,7 +391,7 @@ static void start_ok(struct aur_mcp **h)
 /* Startup fails in tools/list, naming max_app_memory_bytes = limit. */
 static void start_fails_on_memory(const char *limit)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     char want[64];
     ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
@@ -456,8 +456,8 @@ START_TEST(notification_bytes_are_bounded)
                           "--notify-after-call",
                           "notifications/tools/list_changed", "null", NULL};
     struct aur_world_writer w = {sizeof w, NULL, slow_append};
-    struct aur_startup_error serr;
-    struct aur_tool_output out;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     char *log;
@@ -561,7 +561,7 @@ START_TEST(catalog_over_app_memory_fails_naming_key)
     const char *opts[] = {"--era", "modern", "--tools", "2000",
                           "--schema-props", "27", "--page-size", "100",
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     config("max_app_memory_bytes = 16777216\n", NULL, opts, false);
     ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
@@ -584,7 +584,7 @@ START_TEST(call_reply_over_app_memory_is_unknown)
     size_t n = 30000, cap = 3 * n + 200, len = 0;
     char *result = malloc(cap);
     const char *opts[] = {"--era", "modern", "--call-result", result, NULL};
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct aur_mcp *h;
 
     ck_assert_ptr_nonnull(result);

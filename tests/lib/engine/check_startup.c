@@ -65,7 +65,7 @@ int start(struct aur_mcp **h, struct aur_startup_error *serr)
 START_TEST(modern_listen_before_list)
 {
     const char *opts[] = {"--era", "modern", "--tools", "3", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.alpha", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -88,7 +88,7 @@ END_TEST
 START_TEST(legacy_server_negotiates_legacy)
 {
     const char *opts[] = {"--era", "legacy", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.legacy", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -105,7 +105,7 @@ START_TEST(older_legacy_version_accepted)
 {
     const char *opts[] = {"--era", "legacy", "--legacy-version", "2024-11-05",
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.legacy", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -120,7 +120,7 @@ START_TEST(unknown_legacy_version_fails_connect)
 {
     const char *opts[] = {"--era", "legacy", "--legacy-version", "2023-01-01",
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.legacy", 5, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -134,7 +134,7 @@ END_TEST
 START_TEST(probe_exit_respawns_for_initialize)
 {
     const char *opts[] = {"--era", "legacy", "--probe-exit", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.rmcp", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -150,7 +150,7 @@ END_TEST
 START_TEST(probe_silence_is_legacy)
 {
     const char *opts[] = {"--era", "legacy", "--probe-silent", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t t0 = h_now_ms();
     add_fixture("a.ini", "org.test.silent", 3, opts);
@@ -169,7 +169,7 @@ START_TEST(pagination_1000_tools)
 {
     const char *opts[] = {"--era", "modern", "--tools", "1000", "--page-size",
                           "7", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.many", 10, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -187,7 +187,7 @@ START_TEST(change_during_startup_repages)
 {
     const char *opts[] = {"--era", "modern", "--tools", "20", "--page-size",
                           "5", "--change-during-list", "2", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.change", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -205,7 +205,7 @@ START_TEST(change_always_fails)
 {
     const char *opts[] = {"--era", "modern", "--tools", "10", "--page-size",
                           "5", "--change-always", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.change", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_E_CHANGED);
@@ -220,7 +220,7 @@ START_TEST(legacy_change_during_startup_repages)
 {
     const char *opts[] = {"--era", "legacy", "--tools", "9", "--page-size",
                           "3", "--change-during-list", "1", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.change", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -231,7 +231,7 @@ END_TEST
 
 static void expect_list_failure(const char *const *opts, const char *needle)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.bad", 5, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -281,7 +281,7 @@ END_TEST
 START_TEST(capital_name_kept_verbatim)
 {
     const char *opts[] = {"--tool-name", "Screenshot", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.caps", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -295,7 +295,7 @@ END_TEST
 static void expect_deadline(const char *const *opts, double timeout,
                             const char *phase)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t t0 = h_now_ms(), took;
     add_fixture("a.ini", "org.test.hang", timeout, opts);
@@ -342,7 +342,7 @@ END_TEST
 START_TEST(exit_at_listen_fails_listen)
 {
     const char *opts[] = {"--era", "modern", "--exit-at", "listen", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.exit", 5, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -357,7 +357,7 @@ static void error_at_fails(const char *point, const char *phase)
 {
     const char *opts[] = {"--era", "modern", "--tools", "4", "--page-size",
                           "2", "--error-at", point, NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.rpcerr", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_E_RPC);
@@ -377,7 +377,7 @@ END_TEST
 START_TEST(no_ack_fails_listen)
 {
     const char *opts[] = {"--era", "modern", "--no-ack", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.noack", 5, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -391,7 +391,7 @@ START_TEST(exit_mid_list_fails_list)
 {
     const char *opts[] = {"--era", "modern", "--tools", "6", "--page-size",
                           "2", "--exit-at", "list:2", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.exit", 5, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -403,7 +403,7 @@ END_TEST
 START_TEST(garbage_frames_are_dropped)
 {
     const char *opts[] = {"--era", "modern", "--garbage", "--tools", "2", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.garbage", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
@@ -416,7 +416,7 @@ START_TEST(first_failure_cancels_and_cleans_up)
 {
     const char *good[] = {"--era", "modern", "--hang-at", "list", NULL};
     const char *bad[] = {"--era", "modern", "--exit-at", "discover", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     int64_t t0 = h_now_ms();
     add_fixture("a.ini", "org.test.slow", 20, good);
@@ -439,7 +439,7 @@ START_TEST(cancelled_before_begin_is_not_started)
 {
     const char *bad[] = {"--era", "modern", "--exit-at", "discover", NULL};
     const char *good[] = {"--era", "modern", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     struct json_object *st, *apps, *b;
     remake_config("start_concurrency = 1");
@@ -471,7 +471,7 @@ START_TEST(late_change_next_to_slow_app_relists)
     const char *a[] = {"--era", "modern", "--tools", "2", "--gen-tool",
                        "--change-after-list", "150", NULL};
     const char *b[] = {"--era", "modern", "--start-delay-ms", "1500", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h = NULL;
     add_fixture("1-a.ini", "org.test.late", 10, a);
     add_fixture("2-b.ini", "org.test.slow", 10, b);
@@ -496,7 +496,7 @@ END_TEST
  * host's log), and every App gets its stdin EOF. */
 START_TEST(apps_close_in_reverse_config_order)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     char *la, *lb, *hl, *ini, *log;
@@ -540,10 +540,10 @@ END_TEST
  * logged escaped. */
 START_TEST(log_file_private_escaped_no_symlink)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct stat sb;
     char *hl, *ini, *log, *other;
     const char *opts[] = {"--era", "modern", NULL};
@@ -607,7 +607,7 @@ END_TEST
  * the same run, so the machine's speed does not matter). */
 static int64_t stubborn_close_ms(int n)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h = NULL;
     const char *opts[] = {"--era", "modern", "--ignore-term", NULL};
     char file[16], pkg[32];
@@ -661,7 +661,7 @@ static void *cancel_when_logged(void *unused)
 static void cancel_lands_in(const char *const *opts, const char *line,
                             const char *pkg, const char *phase)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     pthread_t t;
     int64_t t0 = h_now_ms();
@@ -698,7 +698,7 @@ END_TEST
 
 START_TEST(many_apps_start_concurrently)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     const char *opts[] = {"--era", "modern", "--tools", "5", NULL};
     for (int i = 0; i < 8; i++) {

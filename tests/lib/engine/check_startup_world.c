@@ -18,7 +18,7 @@
 START_TEST(agents_exact_reference_must_exist)
 {
     const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.agents", 5, opts);
     h_write(dir, "agents.ini",
@@ -38,7 +38,7 @@ END_TEST
 START_TEST(agents_patterns_pass)
 {
     const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     add_fixture("a.ini", "org.test.agents", 5, opts);
     h_write(dir, "agents.ini",
@@ -74,7 +74,7 @@ static void collect(void *ud, const char *line)
 START_TEST(lifecycle_commits_in_config_order)
 {
     const char *opts[] = {"--era", "modern", "--tools", "1", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h;
     struct lines l = {0};
@@ -105,7 +105,7 @@ END_TEST
 START_TEST(failed_startup_writes_failed_commit)
 {
     const char *opts[] = {"--tool-name", "bad.name", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h;
     struct lines l = {0};
@@ -137,7 +137,7 @@ static int record_commit(void *ud, const struct aur_commit *c,
 START_TEST(runtime_brings_its_own_world_writer)
 {
     const char *opts[] = {"--era", "modern", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     struct recorded r = {0};
@@ -163,7 +163,7 @@ END_TEST
 START_TEST(master_switch_off_starts_nothing)
 {
     const char *opts[] = {"--era", "modern", NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     remake_config("enabled = false");
     add_fixture("a.ini", "org.test.off", 5, opts);

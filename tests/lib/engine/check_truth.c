@@ -49,7 +49,7 @@ static void add_app(const char *const *opts, double timeout)
 
 static struct aur_mcp *start(const char *const *opts)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h = NULL;
     add_app(opts, 5);
     ck_assert_msg(h_start(dir, &h, &serr) == AUR_OK, "start: %s",
@@ -109,7 +109,7 @@ START_TEST(mapping)
     const struct row *r = &rows[_i];
     const char *opts[] = {r->flag, r->value, NULL};
     struct aur_mcp *h = start(opts);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     call(h, TOOL, &out);
     ck_assert_msg(out.status == r->status, "row %d: %s (%s)", _i,
                   aur_call_status_word(out.status), out.content);
@@ -129,7 +129,7 @@ START_TEST(text_keeps_u0000)
                           "\"ab\\u0000cd\"}]}",
                           NULL};
     struct aur_mcp *h = start(opts);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     call(h, TOOL, &out);
     ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
     ck_assert_uint_eq(out.content_len, 5);
@@ -142,7 +142,7 @@ END_TEST
 static void startup_fails(const char *const *opts, const char *phase,
                           const char *needle)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h = NULL;
     add_app(opts, 5);
     ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
@@ -184,7 +184,7 @@ START_TEST(malformed_page_fails_at_once)
         teardown();
         setup();
         add_app(opts, 30);
-        struct aur_startup_error serr;
+        struct aur_startup_error serr = {.struct_size = sizeof serr};
         struct aur_mcp *h = NULL;
         ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
         ck_assert_str_eq(serr.app, PKG);
@@ -202,7 +202,7 @@ START_TEST(malformed_reply_ends_call_unknown)
 {
     const char *opts[] = {"--malformed-at", "call", NULL};
     struct aur_mcp *h = start(opts);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *args = json_object_new_object();
     int64_t t0 = h_now_ms();
     ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, 30000, &out), AUR_OK);
@@ -225,7 +225,7 @@ START_TEST(task_only_tool_not_sent)
                           "\"required\"}}",
                           NULL};
     struct aur_mcp *h = start(opts);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *st, *apps, *nc;
 
     call(h, "aur.mcp.org.test.truth.job", &out);

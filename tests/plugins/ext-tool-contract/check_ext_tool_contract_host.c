@@ -87,7 +87,7 @@ static struct aur_mcp *start_fx(const char *era, const char *const *opts,
 
 static struct aur_mcp *start_ok(const char *era, const char *const *opts)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start_fx(era, opts, &serr, &rc);
     ck_assert_msg(rc == AUR_OK, "start: %s %s", serr.phase, serr.message);
@@ -113,7 +113,7 @@ static enum aur_call_status call(struct aur_mcp *h, const char *args_json,
                                  char **content, char **scopes)
 {
     struct json_object *args = args_json ? json_tokener_parse(args_json) : NULL;
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     enum aur_call_status s;
     ck_assert_int_eq(aur_mcp_call_jsonc(h, TOOL, args, -1, &out), AUR_OK);
     json_object_put(args);
@@ -248,7 +248,7 @@ START_TEST(bad_tool_meta_fails_tools_list_when_negotiated)
 {
     const char *opts[] = {"--extensions", NEGOTIATED, "--tool-meta", BAD_META,
                           NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start_fx("modern", opts, &serr, &rc);
     ck_assert_int_lt(rc, 0);
@@ -390,7 +390,7 @@ static struct aur_mcp *start_peer(const char *script, const char *const *opts)
 {
     const char *args[32];
     size_t n = 0;
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
     char *path = h_src(script);
@@ -445,7 +445,7 @@ START_TEST(sdk2_server_receives_the_declaration)
     const char *methods[] = {"server/discover", "subscriptions/listen",
                              "tools/list", "tools/call"};
     struct aur_mcp *h = start_peer("tests/peers/sdk2-server.mjs", opts);
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *a = json_tokener_parse("{\"text\":\"hi\"}");
     ck_assert_int_eq(ext_active(h), 1);
     ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp." PKG ".echo", a, -1, &out),

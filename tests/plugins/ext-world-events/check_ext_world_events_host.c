@@ -99,7 +99,7 @@ static struct aur_mcp *start(struct aur_startup_error *serr, int *rc)
 
 static struct aur_mcp *start_ok(void)
 {
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     struct aur_mcp *h = start(&serr, &rc);
     ck_assert_msg(rc == AUR_OK, "start: %s %s %s", serr.app, serr.phase,
@@ -109,7 +109,7 @@ static struct aur_mcp *start_ok(void)
 
 static void call_ok(struct aur_mcp *h, const char *tool)
 {
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     ck_assert_int_eq(aur_mcp_call_jsonc(h, tool, NULL, -1, &out), AUR_OK);
     ck_assert_msg(out.status == AUR_CALL_SUCCEEDED, "%s: %s", tool,
                   out.content);
@@ -403,7 +403,7 @@ START_TEST(startup_fails_in_connect)
     const char *opts[] = {"--event", EVENT,
                           r->extensions ? "--extensions" : NULL,
                           r->extensions, NULL};
-    struct aur_startup_error serr;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
     int rc;
     add_fixture("a.ini", PKG, r->mode, r->era, opts);
     struct aur_mcp *h = start(&serr, &rc);
@@ -431,7 +431,7 @@ START_TEST(legacy_sdk1_aurora_event)
     h_add_app(dir, "a.ini", PKG, 20, "event_mode = legacy_aurora_event",
               "node", args);
     struct aur_mcp *h = start_ok();
-    struct aur_tool_output out;
+    struct aur_tool_output out = {.struct_size = sizeof out};
     struct json_object *a = json_tokener_parse("{\"text\":\"x\"}");
     ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp." PKG ".echo", a, -1, &out),
                      AUR_OK);

@@ -79,6 +79,22 @@ char *h_mkconfig(const char *extra_host, const char *mcp)
     return dir;
 }
 
+void h_fixture_env(char **dir, char **fixture, char **log)
+{
+    *dir = h_mkconfig(NULL, NULL);
+    *fixture = h_bin("bin/aur-fixture-server");
+    ck_assert(asprintf(log, "%s/server.log", *dir) > 0);
+}
+
+void h_fixture_env_free(char **dir, char **fixture, char **log)
+{
+    h_rmtree(*dir);
+    free(*dir);
+    free(*fixture);
+    free(*log);
+    *dir = *fixture = *log = NULL;
+}
+
 void h_add_app(const char *dir, const char *file, const char *package,
                double timeout_s, const char *app_extra, const char *command,
                const char *const *args)

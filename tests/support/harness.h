@@ -28,6 +28,13 @@
  * (NULL = "enabled = true"). */
 char *h_mkconfig(const char *extra_host, const char *mcp);
 
+/* The usual fixture of a suite that runs our C fixture server: a new
+ * config dir (h_mkconfig(NULL, NULL)), the server's path, and
+ * <dir>/server.log for its --log.  _free removes the dir and frees all
+ * three (NULLs them). */
+void h_fixture_env(char **dir, char **fixture, char **log);
+void h_fixture_env_free(char **dir, char **fixture, char **log);
+
 /* Write apps.d/<file> with an [app] section for package and a [stdio]
  * section running command with the given NULL-terminated args. */
 void h_add_app(const char *dir, const char *file, const char *package,

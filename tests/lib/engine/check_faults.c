@@ -60,18 +60,13 @@ static char *dir, *fixture, *logpath, *cli;
 
 static void setup(void)
 {
-    dir = h_mkconfig(NULL, NULL);
-    fixture = h_bin("bin/aur-fixture-server");
+    h_fixture_env(&dir, &fixture, &logpath);
     cli = h_bin("bin/aurora-mcp");
-    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
 }
 
 static void teardown(void)
 {
-    h_rmtree(dir);
-    free(dir);
-    free(fixture);
-    free(logpath);
+    h_fixture_env_free(&dir, &fixture, &logpath);
     free(cli);
 }
 

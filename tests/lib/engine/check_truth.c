@@ -21,20 +21,9 @@
 
 static char *dir, *fixture, *logpath;
 
-static void setup(void)
-{
-    dir = h_mkconfig(NULL, NULL);
-    fixture = h_bin("bin/aur-fixture-server");
-    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
-}
+static void setup(void) { h_fixture_env(&dir, &fixture, &logpath); }
 
-static void teardown(void)
-{
-    h_rmtree(dir);
-    free(dir);
-    free(fixture);
-    free(logpath);
-}
+static void teardown(void) { h_fixture_env_free(&dir, &fixture, &logpath); }
 
 static void add_app(const char *const *opts, double timeout)
 {

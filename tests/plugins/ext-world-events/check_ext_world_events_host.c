@@ -55,19 +55,11 @@ static void write_host_ini(void)
 
 static void setup(void)
 {
-    dir = h_mkconfig(NULL, NULL);
+    h_fixture_env(&dir, &fixture, &logpath);
     write_host_ini();
-    fixture = h_bin("bin/aur-fixture-server");
-    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
 }
 
-static void teardown(void)
-{
-    h_rmtree(dir);
-    free(dir);
-    free(fixture);
-    free(logpath);
-}
+static void teardown(void) { h_fixture_env_free(&dir, &fixture, &logpath); }
 
 /* An App on the fixture server: --log, --era era, then opts. */
 static void add_fixture(const char *file, const char *pkg, const char *mode,

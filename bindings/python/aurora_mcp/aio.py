@@ -34,6 +34,10 @@ class AsyncHost:
         self._pending: Dict[int, Tuple[asyncio.AbstractEventLoop,
                                        asyncio.Future]] = {}
         self._done_cb = _lib.DONE_FN(self._done)
+        # Outcomes waiting for their loop, per loop: one wake-up carries
+        # all that arrived meanwhile.
+        self._ready: Dict[asyncio.AbstractEventLoop,
+                          List[Tuple[asyncio.Future, CallResult]]] = {}
 
     async def __aenter__(self) -> "AsyncHost":
         loop = asyncio.get_running_loop()
@@ -68,17 +72,30 @@ class AsyncHost:
         return self._running().restart_required
 
     def _done(self, ud, out) -> None:
-        """On a host thread: hand the outcome to the caller's loop."""
+        """On a host thread: queue the outcome for the caller's loop,
+        waking the loop only when its queue was empty."""
+        result = _result(out.contents)
         with self._lock:
             loop, fut = self._pending.pop(ud or 0, (None, None))
-        if fut is None:
-            return
-        result = _result(out.contents)
-        try:
-            loop.call_soon_threadsafe(
-                lambda: fut.done() or fut.set_result(result))
-        except RuntimeError:  # that loop is closed: nobody awaits it
-            pass
+            if fut is None:
+                return
+            queue = self._ready.setdefault(loop, [])
+            queue.append((fut, result))
+            wake = len(queue) == 1
+        if wake:
+            try:
+                loop.call_soon_threadsafe(self._deliver, loop)
+            except RuntimeError:  # that loop is closed: nobody awaits it
+                with self._lock:
+                    self._ready.pop(loop, None)
+
+    def _deliver(self, loop) -> None:
+        """On the loop: hand every queued outcome to its future."""
+        with self._lock:
+            ready = self._ready.pop(loop, [])
+        for fut, result in ready:
+            if not fut.done():  # a cancelled await: the outcome is dropped
+                fut.set_result(result)
 
     async def call(self, tool_id: str,
                    arguments: Optional[Mapping[str, Any]] = None, *,

@@ -85,15 +85,17 @@ static void *worker(void *arg)
 }
 
 /* h's pool, made on the first asynchronous call (the owner's start has
- * returned by then, so only callers of this race for it). */
-static struct aur__async *pool(struct aur_mcp *h)
+ * returned by then, so only callers of this and shutdown race for it);
+ * NULL once shutdown began (*closed) or without memory. */
+static struct aur__async *pool(struct aur_mcp *h, bool *closed)
 {
     struct aur__async *a = __atomic_load_n(&h->async, __ATOMIC_ACQUIRE);
 
     if (a)
         return a;
     pthread_mutex_lock(&h->mu);
-    if (!(a = h->async) && (a = calloc(1, sizeof *a))) {
+    *closed = h->async_closed;
+    if (!*closed && !(a = h->async) && (a = calloc(1, sizeof *a))) {
         pthread_mutex_init(&a->mu, NULL);
         pthread_cond_init(&a->cv, NULL);
         __atomic_store_n(&h->async, a, __ATOMIC_RELEASE);
@@ -111,6 +113,7 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
     struct aur__async *a;
     struct aur_error pe;
     struct job *j = NULL;
+    bool closed = false;
     int rc = AUR_OK;
 
     if (!h || !tool_id || !done)
@@ -127,11 +130,12 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
         return aur_fail(err, AUR_E_INVAL, 0,
                         "tool arguments must be a JSON object");
     }
-    if (!(a = pool(h)) || !(j = calloc(1, sizeof *j)) ||
+    if (!(a = pool(h, &closed)) || !(j = calloc(1, sizeof *j)) ||
         !(j->tool_id = strdup(tool_id))) {
         free(j);
         json_object_put(args);
-        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+        return closed ? aur_fail(err, AUR_E_STATE, 0, "host is shutting down")
+                      : aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     }
     j->args = args;
     j->timeout_ms = timeout_ms;
@@ -171,8 +175,12 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
 
 void aur__async_stop(struct aur_mcp *h)
 {
-    struct aur__async *a = __atomic_load_n(&h->async, __ATOMIC_ACQUIRE);
+    struct aur__async *a;
 
+    pthread_mutex_lock(&h->mu); /* from now on pool() makes none */
+    h->async_closed = true;
+    a = h->async;
+    pthread_mutex_unlock(&h->mu);
     if (!a)
         return;
     pthread_mutex_lock(&a->mu);

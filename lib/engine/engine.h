@@ -136,6 +136,7 @@ struct aur_mcp {
     struct aur__config *cfg;
     struct aur__log *log; /* this host's (log.h) */
     struct aur__async *async; /* async.c's pool, made on first use */
+    bool async_closed;        /* shutdown began: no pool is made (mu) */
     struct aur_host host; /* the vtable handed to plugins */
     struct aur__plugin_set plugins;
     struct aur_self *selves; /* one per plugin */

@@ -38,8 +38,9 @@ for f in aurora_mcp/__init__.py aurora_mcp/host.py aurora_mcp/_lib.py \
          aurora_mcp/py.typed; do
     if [ -f "$site/$f" ]; then ok; else bad "not installed: $f"; fi
 done
-cp -r "$SRC/examples/demo" "$T/demo"
-rm -f "$T/demo/data/"*
+mkdir "$T/demo"  # without a data/ the demo may have left here
+cp -r "$SRC/examples/demo/host.ini" "$SRC/examples/demo/agents.ini" \
+      "$SRC/examples/demo/apps.d" "$T/demo/"
 out=$(cd "$T" && env -u AURORA_MCP_LIB PATH="$P/bin:$PATH" \
       "$T/venv/bin/python" - "$T/demo" 2>"$T/run.log" <<'PYEOF'
 import sys

@@ -178,11 +178,11 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     struct aur_mcp *mcp = calloc(1, sizeof *mcp);
     struct aur__config_diag diag;
     struct aur_error local;
+    char dirbuf[PATH_MAX];
+    int rc;
 
     if (!err)
         err = &local; /* the messages still reach *serr */
-    char dirbuf[PATH_MAX];
-    int rc;
 
     if (!mcp)
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");

@@ -75,7 +75,7 @@ struct aur__log {
 static struct aur__log default_log = {.mu = PTHREAD_MUTEX_INITIALIZER,
                                       .level = AUR_LOG_INFO};
 
-static struct aur__log *the(struct aur__log *lg)
+static struct aur__log *or_default(struct aur__log *lg)
 {
     return lg ? lg : &default_log;
 }
@@ -257,17 +257,17 @@ void aur__log_set_level(struct aur__log *lg, int level)
         level = AUR_LOG_ERROR;
     if (level > AUR_LOG_DEBUG)
         level = AUR_LOG_DEBUG;
-    __atomic_store_n(&the(lg)->level, level, __ATOMIC_RELAXED);
+    __atomic_store_n(&or_default(lg)->level, level, __ATOMIC_RELAXED);
 }
 
 int aur__log_level(struct aur__log *lg)
 {
-    return __atomic_load_n(&the(lg)->level, __ATOMIC_RELAXED);
+    return __atomic_load_n(&or_default(lg)->level, __ATOMIC_RELAXED);
 }
 
 void aur__log_set_sink(struct aur__log *lg, aur_log_fn *fn, void *ud)
 {
-    lg = the(lg);
+    lg = or_default(lg);
     pthread_mutex_lock(&lg->mu);
     lg->sink = fn;
     lg->sink_ud = ud;
@@ -440,7 +440,7 @@ void aur__vlog(struct aur__log *lg, int level, const char *tag,
     struct log_bucket *b = NULL;
     int64_t now = 0;
     int n;
-    lg = the(lg);
+    lg = or_default(lg);
     if (level > aur__log_level(lg))
         return;
     if (level < AUR_LOG_ERROR)

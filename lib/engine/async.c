@@ -109,9 +109,8 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
                        int64_t timeout_ms, aur_call_done_fn *done, void *ud,
                        struct aur_error *err)
 {
-    struct json_object *args = NULL;
+    struct json_object *args;
     struct aur__async *a;
-    struct aur_error pe;
     struct job *j = NULL;
     bool closed = false;
     int rc = AUR_OK;
@@ -121,15 +120,8 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
                         "id and a callback");
     if (!__atomic_load_n(&h->active, __ATOMIC_ACQUIRE))
         return aur_fail(err, AUR_E_STATE, 0, "host is not running");
-    if (args_json &&
-        aur__json_parse(args_json, args_len, 128, &args, &pe) != AUR_OK)
-        return aur_fail(err, AUR_E_INVAL, 0, "tool arguments are not valid "
-                        "JSON (not sent): %s", pe.msg);
-    if (args && !json_object_is_type(args, json_type_object)) {
-        json_object_put(args);
-        return aur_fail(err, AUR_E_INVAL, 0,
-                        "tool arguments must be a JSON object");
-    }
+    if ((rc = aur__call_args(args_json, args_len, &args, err)) != AUR_OK)
+        return rc;
     if (!(a = pool(h, &closed)) || !(j = calloc(1, sizeof *j)) ||
         !(j->tool_id = strdup(tool_id))) {
         free(j);

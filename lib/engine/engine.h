@@ -272,6 +272,12 @@ struct aur__text {
 void aur__serr_fill(struct aur_startup_error *serr, int rc, const char *app,
                     const char *phase, const char *msg);
 
+/* api_text.c: a call's arguments as text (NULL = {}) into *args
+ * (transfer; NULL for {}): AUR_OK, or AUR_E_INVAL when they are not one
+ * JSON object (nothing may be sent then). */
+int aur__call_args(const char *args_json, size_t args_len,
+                   struct json_object **args, struct aur_error *err);
+
 /* async.c: the pool's limits; stop: queued calls end failed (unsent), no
  * more are taken; join (after the Apps closed): every callback has run,
  * the pool is gone.  Both owner thread, in shutdown. */

@@ -95,6 +95,25 @@ void h_fixture_env_free(char **dir, char **fixture, char **log)
     *dir = *fixture = *log = NULL;
 }
 
+struct aur_mcp *h_fixture_host(const char *dir, const char *fixture,
+                               const char *log, const char *package,
+                               const char *ntools, bool create_only)
+{
+    const char *opts[] = {"--era", "modern", "--tools",
+                          ntools ? ntools : "1", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+
+    h_add_logged_app(dir, "a.ini", package, 5, NULL, fixture, NULL, log,
+                     opts);
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    if (!create_only)
+        ck_assert_msg(aur_mcp_start(h, &serr, &err) == AUR_OK, "start: %s",
+                      serr.message);
+    return h;
+}
+
 void h_add_app(const char *dir, const char *file, const char *package,
                double timeout_s, const char *app_extra, const char *command,
                const char *const *args)

@@ -35,6 +35,13 @@ char *h_mkconfig(const char *extra_host, const char *mcp);
 void h_fixture_env(char **dir, char **fixture, char **log);
 void h_fixture_env_free(char **dir, char **fixture, char **log);
 
+/* apps.d/a.ini: our fixture server as App package (modern era, ntools
+ * tools, NULL = 1, logging to log); the host created, and started too
+ * unless create_only (both asserted).  The caller destroys it. */
+struct aur_mcp *h_fixture_host(const char *dir, const char *fixture,
+                               const char *log, const char *package,
+                               const char *ntools, bool create_only);
+
 /* Write apps.d/<file> with an [app] section for package and a [stdio]
  * section running command with the given NULL-terminated args. */
 void h_add_app(const char *dir, const char *file, const char *package,

@@ -26,23 +26,9 @@ static void setup(void) { h_fixture_env(&dir, &fixture, &logpath); }
 
 static void teardown(void) { h_fixture_env_free(&dir, &fixture, &logpath); }
 
-/* The fixture App with ntools tools ("1" when NULL), created; started
- * too unless create_only. */
 static struct aur_mcp *host_with(const char *ntools, bool create_only)
 {
-    const char *opts[] = {"--era", "modern", "--tools",
-                          ntools ? ntools : "1", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_error err;
-    struct aur_mcp *h = NULL;
-
-    h_add_logged_app(dir, "a.ini", PKG, 5, NULL, fixture, NULL, logpath,
-                     opts);
-    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
-    if (!create_only)
-        ck_assert_msg(aur_mcp_start(h, &serr, &err) == AUR_OK, "start: %s",
-                      serr.message);
-    return h;
+    return h_fixture_host(dir, fixture, logpath, PKG, ntools, create_only);
 }
 
 /* Outcomes of asynchronous calls, by call index. */

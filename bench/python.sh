@@ -39,7 +39,7 @@ arg = --tools
 arg = 1
 INI
 TOOL=aur.mcp.org.bench.py.t0000
-export AURORA_MCP_LIB="$BUILD/lib/libaurora-mcp.so.0"
+export AURORA_MCP_LIB="$BUILD/lib/libaurora-mcp.so.1"
 export PYTHONPATH="$SRC/bindings/python"
 for r in $(seq "$ROUNDS"); do
     "$BUILD/bench/bench_host" -c "$T/cfg" -t "$TOOL" -n "$N" -k 1 |

@@ -4,6 +4,12 @@
 # Both with -DAUR_WERROR=ON: a warning fails our builds (not users').
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The ABI check (abi_test) needs abidiff; without it CTest would leave the
+# test out and pass.
+command -v abidiff >/dev/null || {
+    echo "abidiff not found: run scripts/setup-debian.sh (abigail-tools)"
+    exit 1
+}
 bash scripts/build.sh build -DAUR_WERROR=ON
 ctest --test-dir build --output-on-failure -j2
 bash scripts/build.sh build-asan -DAUR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \

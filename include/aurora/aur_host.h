@@ -21,6 +21,19 @@
  *
  * Errors: functions return an enum aur_rc and fill a caller-owned
  * struct aur_error (see aur_plugin.h); err may be NULL.
+ *
+ * Out of memory, one policy for the whole library: nothing aborts or
+ * exits when an allocation fails.  The function returns AUR_E_NOMEM and
+ * leaves nothing half-made (a failed create leaves *out NULL; a failed
+ * start is shut down and destroyed like any other).  A tool call that
+ * runs out still ends truthfully: failed only when its request cannot
+ * have reached the server, otherwise unknown, also when the server's
+ * answer cannot be held (the call ran); its content is then a fixed text
+ * and aur_mcp_call returns AUR_E_NOMEM.  A message from a server that
+ * cannot be held is lost, and what it said cannot be known, so that App's
+ * connection is given up (unavailable, restart_required) and its calls
+ * in flight end unknown.  A lifecycle journal record that cannot be built
+ * is logged as not written, like a journal error.
  */
 #ifndef AURORA_AUR_HOST_H
 #define AURORA_AUR_HOST_H
@@ -37,7 +50,7 @@ extern "C" {
 #pragma GCC visibility push(default)
 #endif
 
-#define AUR_VERSION_STRING "0.1.0"
+#define AUR_VERSION_STRING "1.0.0"
 
 /* The library's version string (AUR_VERSION_STRING of the build that made
  * it): what a program loaded at run time, not what it was compiled
@@ -68,7 +81,7 @@ const char *aur_call_status_word(enum aur_call_status s);
 
 /*
  * The result of one call, owned by the caller: release it with
- * aur_tool_output_clear.  content (malloc'd) is never empty.
+ * aur_tool_output_clear.  content is never NULL or empty.
  * observe[0..n_observe) and publish[0..n_publish) are the scopes resolved
  * for this call (docs/protocol.md, Names and scopes); both NULL when
  * resolution failed.
@@ -196,7 +209,7 @@ const char *aur_suggest(const char *word, const char *const *names, size_t n);
  * Load and validate config_dir (host.ini, apps.d, agents.ini) and the
  * plugins it names; start nothing.  plugin_dir overrides host.ini's
  * plugin_dir when non-NULL.  On failure *serr (optional) tells the file,
- * line and key in message, with phase "config".
+ * line and key in message, with phase "config"; *out is NULL.
  */
 int aur_mcp_create(const char *config_dir, const char *plugin_dir,
                    struct aur_mcp **out, struct aur_startup_error *serr,
@@ -293,7 +306,8 @@ const char *aur_mcp_tool_json(struct aur_mcp *h, size_t i, size_t *len);
  * parsed strictly (exact big integers, duplicate keys: last wins).
  * Always fills *out, whatever happens; the return value is AUR_OK unless
  * the arguments themselves are unusable (AUR_E_INVAL, out failed: the
- * call was not sent).  Never retried.
+ * call was not sent) or memory ran out (AUR_E_NOMEM, out failed or
+ * unknown as the policy above says).  Never retried.
  */
 int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
                  const char *args_json, size_t args_len, int64_t timeout_ms,

@@ -43,26 +43,6 @@ static int to_text(struct json_object *v, char **json, size_t *len,
     return rc;
 }
 
-int aur__call_args(const char *args_json, size_t args_len,
-                   struct json_object **args, struct aur_error *err)
-{
-    struct aur_error pe;
-
-    *args = NULL;
-    if (!args_json)
-        return AUR_OK;
-    if (aur__json_parse(args_json, args_len, 128, args, &pe) != AUR_OK)
-        return aur_fail(err, AUR_E_INVAL, 0, "tool arguments are not valid "
-                        "JSON (not sent): %s", pe.msg);
-    if (!json_object_is_type(*args, json_type_object)) {
-        json_object_put(*args);
-        *args = NULL;
-        return aur_fail(err, AUR_E_INVAL, 0,
-                        "tool arguments must be a JSON object (not sent)");
-    }
-    return AUR_OK;
-}
-
 int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
                  const char *args_json, size_t args_len, int64_t timeout_ms,
                  struct aur_tool_output *out)
@@ -71,10 +51,13 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
     struct aur_error err;
     int rc;
 
-    if (aur__call_args(args_json, args_len, &args, &err) != AUR_OK) {
+    if ((rc = aur__call_args(args_json, args_len, &args, &err)) != AUR_OK) {
         aur__out_reset(out);
-        aur__out_set(out, AUR_CALL_FAILED, "%s", err.msg);
-        return AUR_E_INVAL;
+        if (rc == AUR_E_NOMEM)
+            aur__out_nomem(out, AUR_CALL_FAILED);
+        else
+            aur__out_set(out, AUR_CALL_FAILED, "%s", err.msg);
+        return rc;
     }
     rc = aur_mcp_call_jsonc(h, tool_id, args, timeout_ms, out);
     json_object_put(args);

@@ -66,6 +66,8 @@ static int schema_check(const struct aur__budgets *b, const char *id,
      * does not change.  The copy is bounded by the frame it came in. */
     rc = aur__json_canonical(schema, &text, &len, err);
     free(text);
+    if (rc == AUR_E_NOMEM)
+        return rc;
     if (rc != AUR_OK)
         return aur_fail(err, AUR_E_CATALOG, 0, "tool %s: %s cannot be "
                         "serialised", id, member);

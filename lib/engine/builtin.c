@@ -139,8 +139,13 @@ static void run_text(struct aur__tool *t, struct json_object *args,
     struct aur_error err;
     char *text = NULL;
     size_t len = 0;
+    int rc = args ? aur__json_canonical(args, &text, &len, &err) : AUR_OK;
 
-    if (args && aur__json_canonical(args, &text, &len, &err) != AUR_OK) {
+    if (rc == AUR_E_NOMEM) {
+        aur__out_nomem(out, AUR_CALL_FAILED); /* it did not run */
+        return;
+    }
+    if (rc != AUR_OK) {
         aur__out_set(out, AUR_CALL_FAILED,
                      "builtin tool arguments cannot be passed on: %s",
                      err.msg);
@@ -149,8 +154,7 @@ static void run_text(struct aur__tool *t, struct json_object *args,
     t->tfn(t->ud, text ? text : "{}", text ? len : 2, &r);
     free(text);
     if (r.nomem)
-        aur__out_set(out, AUR_CALL_UNKNOWN, "builtin tool's answer did not "
-                     "fit in memory; its effect is unknown");
+        aur__out_nomem(out, AUR_CALL_UNKNOWN); /* it ran */
     else if (!r.answered)
         aur__out_set(out, AUR_CALL_UNKNOWN,
                      "builtin tool gave no answer; its effect is unknown");

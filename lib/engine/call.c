@@ -18,18 +18,20 @@
 #include <json-c/json.h>
 
 /*
- * A deep copy of the declared scopes for each call: json_object_deep_copy
- * looks every key up again and gives each array 32 slots; these keys come
- * from an object, so they are new, and the arrays get their exact size.
- * Anything but objects, arrays and strings is copied by json-c.
+ * A deep copy of the declared scopes for each call into *out (NULL for
+ * none): json_object_deep_copy looks every key up again and gives each
+ * array 32 slots; these keys come from an object, so they are new, and
+ * the arrays get their exact size.  Anything but objects, arrays and
+ * strings is copied by json-c.  false: out of memory (nothing kept).
  */
-static struct json_object *copy_scopes(struct json_object *v)
+static bool copy_scopes(struct json_object *v, struct json_object **out)
 {
-    struct json_object *c;
+    struct json_object *c, *e;
 
+    *out = NULL;
     switch (json_object_get_type(v)) {
     case json_type_null:
-        return NULL;
+        return true;
     case json_type_string:
         c = json_object_new_string_len(json_object_get_string(v),
                                        json_object_get_string_len(v));
@@ -38,9 +40,12 @@ static struct json_object *copy_scopes(struct json_object *v)
         size_t n = json_object_array_length(v);
         c = json_object_new_array_ext(n ? (int)n : 1);
         for (size_t i = 0; c && i < n; i++)
-            if (json_object_array_add(
-                    c, copy_scopes(json_object_array_get_idx(v, i))) != 0)
-                abort();
+            if (!copy_scopes(json_object_array_get_idx(v, i), &e) ||
+                json_object_array_add(c, e) != 0) {
+                json_object_put(e);
+                json_object_put(c);
+                return false;
+            }
         break;
     }
     case json_type_object:
@@ -51,19 +56,24 @@ static struct json_object *copy_scopes(struct json_object *v)
             const char *key = strcmp(k, "observe") == 0   ? "observe"
                               : strcmp(k, "publish") == 0 ? "publish"
                                                           : NULL;
-            if (!c || json_object_object_add_ex(
-                          c, key ? key : k, copy_scopes(val),
-                          JSON_C_OBJECT_ADD_KEY_IS_NEW |
-                              (key ? JSON_C_OBJECT_ADD_CONSTANT_KEY : 0)) != 0)
-                abort();
+            if (!c)
+                break;
+            if (!copy_scopes(val, &e) ||
+                json_object_object_add_ex(
+                    c, key ? key : k, e,
+                    JSON_C_OBJECT_ADD_KEY_IS_NEW |
+                        (key ? JSON_C_OBJECT_ADD_CONSTANT_KEY : 0)) != 0) {
+                json_object_put(e);
+                json_object_put(c);
+                return false;
+            }
         }
         break;
     default:
-        return aur__json_copy(v);
+        c = aur__json_copy(v);
     }
-    if (!c)
-        abort(); /* as aur__json_copy: only on allocation failure */
-    return c;
+    *out = c;
+    return c != NULL;
 }
 
 /* The tool's own lists (borrowed from the frozen view) or none. */
@@ -96,8 +106,8 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
         int rc;
         if (!x->active || !AUR_HAS(&x->p->ops.e, resolve_scope))
             continue;
-        if (!hooked)
-            s = copy_scopes(t->scopes);
+        if (!hooked && !copy_scopes(t->scopes, &s))
+            return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
         hooked = true;
         aur_error_clear(err);
         rc = x->p->ops.e.resolve_scope(x->p->state, x->session, &ref, args, s,
@@ -116,6 +126,8 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
     }
     v = aur__scope_view_new(s, true);
     json_object_put(s);
+    if (!v && errno == ENOMEM)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     if (!v)
         return aur_fail(err, AUR_E_SCOPE, 0, "resolved scopes are not lists "
                         "of strings");
@@ -197,6 +209,10 @@ static void map_no_reply(struct aur__rpc *rpc, struct aur__pending *p, int rc,
         aur__out_set(out, AUR_CALL_FAILED, "MCP call not sent: %s", end->msg);
         return;
     }
+    if ((end->ended ? end->code : rc) == AUR_E_NOMEM) {
+        aur__out_nomem(out, AUR_CALL_UNKNOWN);
+        return;
+    }
     if (end->ended) {
         aur__out_set(out, AUR_CALL_UNKNOWN,
                      "MCP call got no response (%s); its effect is unknown",
@@ -242,20 +258,20 @@ static void record_call(struct aur__tool *t, struct json_object *args,
     summary = aur__strdup_printf("MCP tool call %s: %s",
                                  aur_call_status_word(out->status), t->id);
     data = json_object_new_object();
-    json_object_object_add(data, "tool_id", json_object_new_string(t->id));
-    json_object_object_add(data, "status", json_object_new_string(
-                                               aur_call_status_word(out->status)));
-    json_object_object_add(data, "duration_ms", json_object_new_int64(ms));
+    bool ok = aur__json_set(data, "tool_id", json_object_new_string(t->id));
+    ok = ok && aur__json_set(data, "status",
+                             json_object_new_string(
+                                 aur_call_status_word(out->status)));
+    ok = ok && aur__json_set(data, "duration_ms", json_object_new_int64(ms));
     if (mode == 2) {
-        json_object_object_add(data, "arguments",
-                               args ? aur__json_copy(args)
-                                    : json_object_new_object());
-        json_object_object_add(
-            data, "content",
-            out->content ? json_object_new_string_len(out->content,
-                                                      (int)out->content_len)
-                         : NULL);
+        ok = ok && aur__json_set(data, "arguments",
+                                 args ? aur__json_copy(args)
+                                      : json_object_new_object());
+        ok = ok && aur__json_set(data, "content",
+                                 json_object_new_string_len(
+                                     out->content, (int)out->content_len));
     }
+    data = aur__json_built(data, ok);
     aur__lifecycle_commit(app, "mcp.tool.called", suffix, summary, data);
     json_object_put(data);
     free(summary);
@@ -321,6 +337,10 @@ static void call_app(struct aur__tool *t, struct json_object *args,
              t->raw_name);
     rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p,
                    &maybe_sent, &err);
+    if (rc == AUR_E_NOMEM) {
+        aur__out_nomem(out, maybe_sent ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED);
+        goto out;
+    }
     if (rc != AUR_OK) {
         /* Only a send that provably wrote nothing is "not sent". */
         if (maybe_sent)
@@ -368,6 +388,30 @@ out:
     pthread_mutex_unlock(&app->mu);
 }
 
+int aur__call_args(const char *args_json, size_t args_len,
+                   struct json_object **args, struct aur_error *err)
+{
+    struct aur_error pe;
+    int rc;
+
+    *args = NULL;
+    if (!args_json)
+        return AUR_OK;
+    rc = aur__json_parse(args_json, args_len, 128, args, &pe);
+    if (rc == AUR_E_NOMEM)
+        return aur_fail(err, rc, ENOMEM, "out of memory");
+    if (rc != AUR_OK)
+        return aur_fail(err, AUR_E_INVAL, 0, "tool arguments are not valid "
+                        "JSON (not sent): %s", pe.msg);
+    if (!json_object_is_type(*args, json_type_object)) {
+        json_object_put(*args);
+        *args = NULL;
+        return aur_fail(err, AUR_E_INVAL, 0,
+                        "tool arguments must be a JSON object (not sent)");
+    }
+    return AUR_OK;
+}
+
 void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct json_object *args, int64_t timeout_ms,
                     struct aur_tool_output *out)
@@ -380,8 +424,11 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
     }
     aur_error_clear(&err);
     if (resolve_scopes(t, args, out, &err) != AUR_OK) {
-        aur__out_set(out, AUR_CALL_FAILED,
-                     "MCP tool scope resolution failed: %s", err.msg);
+        if (err.code == AUR_E_NOMEM)
+            aur__out_nomem(out, AUR_CALL_FAILED);
+        else
+            aur__out_set(out, AUR_CALL_FAILED,
+                         "MCP tool scope resolution failed: %s", err.msg);
         return;
     }
     if (t->task_required) {
@@ -393,4 +440,32 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
         return;
     }
     call_app(t, args, timeout_ms, out);
+}
+
+int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
+                 struct json_object *arguments, int64_t timeout_ms,
+                 struct aur_tool_output *out)
+{
+    struct aur__tool *t;
+    aur__out_reset(out);
+    if (arguments && !json_object_is_type(arguments, json_type_object)) {
+        aur__out_set(out, AUR_CALL_FAILED,
+                     "tool arguments must be a JSON object");
+        return AUR_E_INVAL;
+    }
+    /* Shutdown may run while calls still arrive (serve on SIGTERM). */
+    bool active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
+    t = active && tool_id ? aur__registry_find(h, tool_id) : NULL;
+    if (!t) {
+        const char *near =
+            active && tool_id ? aur__registry_suggest(h, tool_id) : NULL;
+        aur__out_set(out, AUR_CALL_FAILED, "%s: %s%s%s%s",
+                     active ? "unknown tool id" : "host is not running",
+                     tool_id ? tool_id : "(null)",
+                     near ? " (did you mean " : "", near ? near : "",
+                     near ? "?)" : "");
+    } else {
+        aur__tool_call(h, t, arguments, timeout_ms, out);
+    }
+    return aur__out_is_nomem(out) ? AUR_E_NOMEM : AUR_OK;
 }

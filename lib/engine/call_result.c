@@ -24,6 +24,43 @@ void aur__out_reset(struct aur_tool_output *out)
     out->struct_size = size;
 }
 
+void aur_tool_output_clear(struct aur_tool_output *out)
+{
+    if (!out)
+        return;
+    if (!aur__out_is_nomem(out))
+        free(out->content);
+    free(out->owned);
+    aur__out_reset(out);
+}
+
+/*
+ * Out of memory (aur_host.h states the policy): the content is one of
+ * these static texts, which aur_tool_output_clear does not free.  A call
+ * that succeeded but whose text cannot be held is unknown: the effect
+ * happened, and nothing of it can be handed on.
+ */
+static const char nomem_failed[] = "out of memory; the call failed without "
+                                   "effect";
+static const char nomem_unknown[] = "out of memory after the call may have "
+                                    "reached the server; its effect is "
+                                    "unknown";
+
+void aur__out_nomem(struct aur_tool_output *out, enum aur_call_status s)
+{
+    if (!aur__out_is_nomem(out))
+        free(out->content);
+    out->status = s == AUR_CALL_FAILED ? AUR_CALL_FAILED : AUR_CALL_UNKNOWN;
+    out->content = (char *)(s == AUR_CALL_FAILED ? nomem_failed
+                                                  : nomem_unknown);
+    out->content_len = strlen(out->content);
+}
+
+bool aur__out_is_nomem(const struct aur_tool_output *out)
+{
+    return out->content == nomem_failed || out->content == nomem_unknown;
+}
+
 void aur__out_set(struct aur_tool_output *out, enum aur_call_status s,
                   const char *fmt, ...)
 {
@@ -33,30 +70,46 @@ void aur__out_set(struct aur_tool_output *out, enum aur_call_status s,
     if (vasprintf(&text, fmt, ap) < 0)
         text = NULL;
     va_end(ap);
-    free(out->content);
-    out->status = s;
-    out->content = text && !aur__is_blank(text) ? text : NULL;
-    if (!out->content) {
-        free(text);
-        out->content = strdup(s == AUR_CALL_SUCCEEDED ? "ok" : "no detail");
+    if (!text) {
+        aur__out_nomem(out, s);
+        return;
     }
-    out->content_len = out->content ? strlen(out->content) : 0;
+    if (aur__is_blank(text)) {
+        free(text);
+        text = strdup(s == AUR_CALL_SUCCEEDED ? "ok" : "no detail");
+    }
+    aur__out_take(out, s, text, text ? strlen(text) : 0);
 }
 
 void aur__out_take(struct aur_tool_output *out, enum aur_call_status s,
                    char *text, size_t len)
 {
-    free(out->content);
+    if (!text) {
+        aur__out_nomem(out, s);
+        return;
+    }
+    if (!aur__out_is_nomem(out))
+        free(out->content);
     out->status = s;
     out->content = text;
     out->content_len = len;
 }
 
-/* Joins are on the hot path, so no stdio streams. */
-static void sb_add(struct aur__buf *b, const char *s, size_t n)
+/* Joins are on the hot path, so no stdio streams.  *ok turns false for
+ * good once memory runs out. */
+static void sb_add(struct aur__buf *b, bool *ok, const char *s, size_t n)
 {
-    if (aur__buf_put(b, s, n, SIZE_MAX) != 0)
-        abort(); /* a tool result that cannot be held: fatal */
+    *ok = *ok && aur__buf_put(b, s, n, SIZE_MAX) == 0;
+}
+
+/* ok, and when memory ran out the join is freed (b->p NULL). */
+static bool sb_done(struct aur__buf *b, bool ok)
+{
+    if (!ok) {
+        free(b->p);
+        b->p = NULL;
+    }
+    return ok;
 }
 
 /* The error text (*len its bytes): the non-empty text blocks, else
@@ -66,6 +119,7 @@ static char *error_text(struct json_object *content, struct json_object *sc,
 {
     size_t n = json_object_array_length(content);
     struct aur__buf b = {0};
+    bool ok = true;
     for (size_t i = 0; i < n; i++) {
         struct json_object *o = json_object_array_get_idx(content, i), *ty, *tx;
         if (json_object_object_get_ex(o, "type", &ty) &&
@@ -73,27 +127,32 @@ static char *error_text(struct json_object *content, struct json_object *sc,
             json_object_object_get_ex(o, "text", &tx) &&
             json_object_get_string_len(tx) > 0) {
             if (b.n)
-                sb_add(&b, "\n", 1);
-            sb_add(&b, json_object_get_string(tx),
+                sb_add(&b, &ok, "\n", 1);
+            sb_add(&b, &ok, json_object_get_string(tx),
                    (size_t)json_object_get_string_len(tx));
         }
     }
+    if (!sb_done(&b, ok))
+        return NULL;
     if (b.p && !aur__is_blank_n(b.p, b.n)) {
         *len = b.n;
         return b.p;
     }
     free(b.p);
     if (sc) {
+        struct aur_error err;
         char *canon = NULL;
-        if (aur__json_canonical(sc, &canon, len, NULL) == AUR_OK)
+        int rc = aur__json_canonical(sc, &canon, len, &err);
+        if (rc == AUR_OK || rc == AUR_E_NOMEM)
             return canon;
     }
     *len = strlen("MCP server returned isError");
     return strdup("MCP server returned isError");
 }
 
-/* The non-text block types, distinct and sorted, joined by ", ". */
-static char *unsupported_types(struct json_object *content)
+/* Whether content has non-text blocks; *out their types, distinct and
+ * sorted, joined by ", " (NULL when memory ran out). */
+static bool unsupported_types(struct json_object *content, char **out)
 {
     const char *types[64];
     size_t nt = 0, n = json_object_array_length(content);
@@ -111,8 +170,9 @@ static char *unsupported_types(struct json_object *content)
         if (!dup)
             types[nt++] = s;
     }
+    *out = NULL;
     if (!nt)
-        return NULL;
+        return false;
     for (size_t i = 1; i < nt; i++)
         for (size_t k = i; k > 0 && strcmp(types[k - 1], types[k]) > 0; k--) {
             const char *x = types[k];
@@ -120,13 +180,15 @@ static char *unsupported_types(struct json_object *content)
             types[k - 1] = x;
         }
     struct aur__buf b = {0};
+    bool ok = true;
     for (size_t i = 0; i < nt; i++) {
         size_t l = strlen(types[i]);
         if (i)
-            sb_add(&b, ", ", 2);
-        sb_add(&b, types[i], l < 64 ? l : 64);
+            sb_add(&b, &ok, ", ", 2);
+        sb_add(&b, &ok, types[i], l < 64 ? l : 64);
     }
-    return b.p;
+    *out = sb_done(&b, ok) ? b.p : NULL;
+    return true;
 }
 
 #define NO_TEXT "MCP tool completed but returned no text content"
@@ -136,7 +198,7 @@ static char *success_text(struct json_object *content, size_t *len)
 {
     size_t n = json_object_array_length(content);
     struct aur__buf b = {0};
-    bool first = true;
+    bool first = true, ok = true;
     for (size_t i = 0; i < n; i++) {
         struct json_object *tx;
         json_object_object_get_ex(json_object_array_get_idx(content, i), "text",
@@ -145,11 +207,13 @@ static char *success_text(struct json_object *content, size_t *len)
                     (size_t)json_object_get_string_len(tx)))
             continue;
         if (!first)
-            sb_add(&b, "\n", 1);
-        sb_add(&b, json_object_get_string(tx),
+            sb_add(&b, &ok, "\n", 1);
+        sb_add(&b, &ok, json_object_get_string(tx),
                (size_t)json_object_get_string_len(tx));
         first = false;
     }
+    if (!sb_done(&b, ok))
+        return NULL;
     if (b.p) {
         *len = b.n;
         return b.p;
@@ -258,7 +322,7 @@ void aur__call_map_result(struct aur__tool *t, struct json_object *res,
     if (base == AUR_OUTCOME_UNKNOWN || base == AUR_OUTCOME_FAILED) {
         enum aur_call_status s =
             base == AUR_OUTCOME_UNKNOWN ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED;
-        size_t len;
+        size_t len = 0;
         if (ext_msg[0] && ext_out == base) {
             aur__out_set(out, s, "%s", ext_msg);
         } else {
@@ -269,8 +333,12 @@ void aur__call_map_result(struct aur__tool *t, struct json_object *res,
     }
     /* From here the server said the call succeeded: what the host cannot
      * hand on makes it unknown, never failed (the call ran). */
-    char *types = unsupported_types(content);
-    if (types) {
+    char *types;
+    if (unsupported_types(content, &types)) {
+        if (!types) {
+            aur__out_nomem(out, AUR_CALL_UNKNOWN);
+            return;
+        }
         aur__out_set(out, AUR_CALL_UNKNOWN, "MCP tool returned content the "
                 "host does not support; the call ran, but its effect cannot be "
                 "confirmed: %s", types);
@@ -281,7 +349,12 @@ void aur__call_map_result(struct aur__tool *t, struct json_object *res,
         char *canon = NULL;
         size_t len = 0;
         struct aur_error err;
-        if (aur__json_canonical(sc, &canon, &len, &err) != AUR_OK) {
+        int rc = aur__json_canonical(sc, &canon, &len, &err);
+        if (rc == AUR_E_NOMEM) {
+            aur__out_nomem(out, AUR_CALL_UNKNOWN);
+            return;
+        }
+        if (rc != AUR_OK) {
             aur__out_set(out, AUR_CALL_UNKNOWN,
                     "MCP structuredContent is not supported by the host (%s): "
                     "the call ran, its result cannot be shown, so its effect "
@@ -291,7 +364,7 @@ void aur__call_map_result(struct aur__tool *t, struct json_object *res,
         aur__out_take(out, AUR_CALL_SUCCEEDED, canon, len);
         return;
     }
-    size_t len;
+    size_t len = 0;
     char *text = success_text(content, &len);
     aur__out_take(out, AUR_CALL_SUCCEEDED, text, len);
 }
@@ -330,5 +403,6 @@ void aur__call_map_text(char *text, size_t len, struct aur_tool_output *out)
         text = strdup(NO_TEXT);
         len = strlen(NO_TEXT);
     }
-    aur__out_take(out, AUR_CALL_SUCCEEDED, text, len);
+    aur__out_take(out, text ? AUR_CALL_SUCCEEDED : AUR_CALL_UNKNOWN, text,
+                  len);
 }

@@ -21,7 +21,8 @@
 int aur__app_listen(struct aur__app *app, aur_deadline dl,
                     struct aur_error *err)
 {
-    struct json_object *tools, *lc, *params, *filter, *v;
+    struct json_object *tools, *lc, *params, *filter;
+    bool ok;
     int rc = AUR_OK;
 
     if (!app->modern) {
@@ -42,10 +43,13 @@ int aur__app_listen(struct aur__app *app, aur_deadline dl,
 
     params = json_object_new_object();
     filter = json_object_new_object();
-    json_object_object_add(filter, "toolsListChanged",
-                           json_object_new_boolean(1));
-    json_object_object_add(params, "notifications", filter);
-    json_object_object_add(params, "_meta", aur__app_envelope(app));
+    ok = aur__json_set(filter, "toolsListChanged", json_object_new_boolean(1));
+    ok = aur__json_set(params, "notifications", filter) && ok;
+    ok = ok && aur__json_set(params, "_meta", aur__app_envelope(app));
+    if (!ok) {
+        json_object_put(params);
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
     rc = aur__rpc_request_detached(app->rpc, "subscriptions/listen", params,
                                    app->listen_id, dl, err);
     if (rc != AUR_OK)
@@ -59,11 +63,7 @@ int aur__app_listen(struct aur__app *app, aur_deadline dl,
             break;
     }
     if (app->listen_acked) {
-        v = NULL;
-        if (!json_object_object_get_ex(app->listen_honoured, "toolsListChanged",
-                                       &v) ||
-            !json_object_is_type(v, json_type_boolean) ||
-            !json_object_get_boolean(v))
+        if (!app->listen_tools_honoured)
             rc = aur_fail(err, AUR_E_PROTOCOL, 0,
                           "server did not accept the tools list-changed "
                           "subscription");
@@ -75,9 +75,8 @@ int aur__app_listen(struct aur__app *app, aur_deadline dl,
                       "subscriptions/listen: JSON-RPC error %d",
                       app->listen_error);
     } else if (app->disconnected) {
-        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s",
-                      app->disconnect_detail ? app->disconnect_detail
-                                             : "connection closed");
+        rc = aur_fail(err, app->disconnect_rc, 0, "%s",
+                      app->disconnect_detail);
     } else if (app->closing) {
         rc = aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");
     } else {
@@ -165,18 +164,30 @@ static bool needs_task(struct json_object *tj)
            aur__json_str_is(ts, "required");
 }
 
+/* {"observe":["aurora:mcp:<package>"],"publish":[the same]}; NULL: out
+ * of memory. */
 static struct json_object *default_scopes(const char *package)
 {
     struct json_object *o = json_object_new_object();
     const char *dirs[] = {"observe", "publish"};
-    for (size_t i = 0; i < 2; i++) {
-        struct json_object *a = json_object_new_array();
-        char *scope = aur__strdup_printf("aurora:mcp:%s", package);
-        json_object_array_add(a, json_object_new_string(scope));
-        free(scope);
-        json_object_object_add(o, dirs[i], a);
+    char *scope = aur__strdup_printf("aurora:mcp:%s", package);
+    bool ok = o && scope;
+
+    for (size_t i = 0; ok && i < 2; i++) {
+        struct json_object *a = json_object_new_array(),
+                           *v = json_object_new_string(scope);
+        ok = a && v && json_object_array_add(a, v) == 0;
+        if (!ok)
+            json_object_put(v);
+        ok = ok && json_object_object_add(o, dirs[i], a) == 0;
+        if (!ok)
+            json_object_put(a);
     }
-    return o;
+    free(scope);
+    if (ok)
+        return o;
+    json_object_put(o);
+    return NULL;
 }
 
 /* The raw names of one listing pass (borrowed from its tools), hashed:
@@ -294,7 +305,11 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
     if (!t->description || !t->description_len) {
         free(t->description);
         t->description = aur__strdup_printf("MCP tool: %s", raw);
-        t->description_len = strlen(t->description);
+        t->description_len = t->description ? strlen(t->description) : 0;
+    }
+    if (!t->raw_name || !t->description) {
+        aur__tool_free(t);
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
     t->task_required = needs_task(tj);
     t->schema = json_object_get(schema);
@@ -327,7 +342,7 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
     struct aur__tool **grown = aur__grow(app->tools, &app->tools_cap,
                                          app->ntools + 1, sizeof *grown, 16,
                                          SIZE_MAX);
-    if (!grown || !t->raw_name || !name_set_add(names, t->raw_name)) {
+    if (!grown || !name_set_add(names, t->raw_name)) {
         if (grown)
             app->tools = grown;
         aur__tool_free(t);

@@ -107,9 +107,12 @@ struct aur__app {
     int64_t changes;           /* (mu) tools list-changed signals */
     int64_t commit_change_seq; /* (mu) seq of the one catalog.changed */
     bool disconnected;         /* (mu) */
-    char *disconnect_detail;   /* (mu) */
+    /* (mu) why, kept without allocating: AUR_E_CLOSED, or AUR_E_NOMEM
+     * when the connection was given up for want of memory. */
+    int disconnect_rc;
+    char disconnect_detail[AUR_ERR_MSG_SIZE];
     bool listen_acked;         /* (mu) */
-    struct json_object *listen_honoured; /* (mu) */
+    bool listen_tools_honoured; /* (mu) the ack's toolsListChanged: true */
     int listen_error;          /* (mu) JSON-RPC code of a listen error */
     char *listen_end;          /* (mu) why the listen request ended */
     int64_t listed_changes;    /* (mu) changes when the clean pass began */
@@ -211,7 +214,9 @@ void aur__tool_free(struct aur__tool *t);
 
 /* events.c: the rpc handlers of an App. */
 extern const struct aur__rpc_handlers aur__app_handlers_template;
-void aur__app_mark_disconnected(struct aur__app *app, const char *detail);
+/* rc: AUR_E_CLOSED, or AUR_E_NOMEM (see disconnect_rc). */
+void aur__app_mark_disconnected(struct aur__app *app, int rc,
+                                const char *detail);
 
 /* startup.c */
 /* mcp->tdefs and tplugins from the loaded transport plugins
@@ -235,7 +240,8 @@ void aur__lifecycle_commit(struct aur__app *app, const char *kind,
 /* scope_view.c: the lists of s ({"observe":[..],"publish":[..]}, a
  * missing member is empty).  copy: the strings are copied into the block,
  * else they point into s, which must then outlive the view unchanged.
- * NULL: out of memory, or a member that is not an array of strings. */
+ * NULL: out of memory (errno ENOMEM), or a member that is not an array of
+ * strings (EINVAL). */
 struct aur__scope_view *aur__scope_view_new(struct json_object *s, bool copy);
 
 /* registry.c */
@@ -272,12 +278,6 @@ struct aur__text {
 void aur__serr_fill(struct aur_startup_error *serr, int rc, const char *app,
                     const char *phase, const char *msg);
 
-/* api_text.c: a call's arguments as text (NULL = {}) into *args
- * (transfer; NULL for {}): AUR_OK, or AUR_E_INVAL when they are not one
- * JSON object (nothing may be sent then). */
-int aur__call_args(const char *args_json, size_t args_len,
-                   struct json_object **args, struct aur_error *err);
-
 /* async.c: the pool's limits; stop: queued calls end failed (unsent), no
  * more are taken; join (after the Apps closed): every callback has run,
  * the pool is gone.  Both owner thread, in shutdown. */
@@ -292,6 +292,11 @@ void aur__builtin_run(struct aur__tool *t, struct json_object *args,
                       struct aur_tool_output *out);
 
 /* call.c */
+/* A call's arguments as text (NULL = {}) into *args (transfer; NULL for
+ * {}): AUR_OK, AUR_E_INVAL when they are not one JSON object, or
+ * AUR_E_NOMEM (nothing may be sent then). */
+int aur__call_args(const char *args_json, size_t args_len,
+                   struct json_object **args, struct aur_error *err);
 void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct json_object *args, int64_t timeout_ms,
                     struct aur_tool_output *out);
@@ -300,12 +305,17 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
 /* Every field of out zero but the caller's struct_size. */
 void aur__out_reset(struct aur_tool_output *out);
 /* out's status s and content the formatted text ("ok" / "no detail" when
- * it comes out blank). */
+ * it comes out blank).  Without memory for it: aur__out_nomem(out, s). */
 void aur__out_set(struct aur_tool_output *out, enum aur_call_status s,
                   const char *fmt, ...) AUR_PRINTF(3, 4);
-/* out's status s and content text (transfer: len bytes, NUL-terminated). */
+/* out's status s and content text (transfer: len bytes, NUL-terminated;
+ * NULL = memory ran out making it: aur__out_nomem(out, s)). */
 void aur__out_take(struct aur_tool_output *out, enum aur_call_status s,
                    char *text, size_t len);
+/* The call ran out of memory: failed (s failed: nothing was sent) or
+ * unknown (anything else), with a static text aur__out_is_nomem knows. */
+void aur__out_nomem(struct aur_tool_output *out, enum aur_call_status s);
+bool aur__out_is_nomem(const struct aur_tool_output *out);
 /* A tools/call result object (borrowed) into out, the tool's extensions
  * classifying it first. */
 void aur__call_map_result(struct aur__tool *t, struct json_object *res,
@@ -320,6 +330,7 @@ void aur__call_map_rpc_error(struct json_object *reply, int http_status,
 
 
 /* Small helpers (util.c). */
+/* The formatted text (malloc'd), or NULL when memory ran out. */
 char *aur__strdup_printf(const char *fmt, ...) AUR_PRINTF(1, 2);
 void aur__set_str(char **slot, const char *v);
 bool aur__is_blank(const char *s);

@@ -34,9 +34,10 @@ enum {
 static struct json_object *frozen_ids(struct aur__app *app)
 {
     struct json_object *a = json_object_new_array();
-    for (size_t i = 0; i < app->ntools; i++)
-        json_object_array_add(a, json_object_new_string(app->tools[i]->id));
-    return a;
+    bool ok = a != NULL;
+    for (size_t i = 0; ok && i < app->ntools; i++)
+        ok = aur__json_push(a, json_object_new_string(app->tools[i]->id));
+    return aur__json_built(a, ok);
 }
 
 /* listen_id is laid down before the connection opens (negotiate.c). */
@@ -108,15 +109,18 @@ static void commit_change(struct aur__app *app)
     char suffix[48];
     char *summary = aur__strdup_printf(
         "MCP tool catalog changed, restart required: %s", app->cfg->package);
-    json_object_object_add(data, "restart_required", json_object_new_boolean(1));
-    json_object_object_add(data, "frozen_tool_ids", frozen_ids(app));
+    bool ok = aur__json_set(data, "restart_required",
+                            json_object_new_boolean(1));
+    ok = ok && aur__json_set(data, "frozen_tool_ids", frozen_ids(app));
+    data = aur__json_built(data, ok);
     snprintf(suffix, sizeof suffix, "catalog-changed:%lld", (long long)seq);
     aur__lifecycle_commit(app, "mcp.catalog.changed", suffix, summary, data);
     free(summary);
     json_object_put(data);
 }
 
-void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
+void aur__app_mark_disconnected(struct aur__app *app, int rc,
+                                const char *detail)
 {
     bool commit = false;
     int64_t seq;
@@ -127,7 +131,10 @@ void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
         return;
     }
     app->disconnected = true;
-    aur__set_str(&app->disconnect_detail, detail);
+    app->disconnect_rc = rc;
+    /* Cut to fit, as every detail kept in a fixed buffer is. */
+    snprintf(app->disconnect_detail, sizeof app->disconnect_detail, "%.*s",
+             (int)sizeof app->disconnect_detail - 1, detail);
     app->change_seq++;
     seq = app->change_seq;
     if (app->activated) {
@@ -147,8 +154,10 @@ void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
     char suffix[48];
     char *summary =
         aur__strdup_printf("MCP App disconnected: %s", app->cfg->package);
-    json_object_object_add(data, "error", json_object_new_string(detail));
-    json_object_object_add(data, "restart_required", json_object_new_boolean(1));
+    bool ok = aur__json_set(data, "error", json_object_new_string(detail));
+    ok = ok && aur__json_set(data, "restart_required",
+                             json_object_new_boolean(1));
+    data = aur__json_built(data, ok);
     snprintf(suffix, sizeof suffix, "disconnected:%lld", (long long)seq);
     aur__lifecycle_commit(app, "mcp.app.disconnected", suffix, summary, data);
     free(summary);
@@ -158,14 +167,17 @@ void aur__app_mark_disconnected(struct aur__app *app, const char *detail)
 static void listen_acknowledged(struct aur__app *app,
                                 struct json_object *params)
 {
-    struct json_object *honoured = NULL;
+    struct json_object *honoured = NULL, *v = NULL;
     if (!is_listen_id(app, subscription_id(params)))
         return;
     json_object_object_get_ex(params, "notifications", &honoured);
+    json_object_object_get_ex(honoured, "toolsListChanged", &v);
     pthread_mutex_lock(&app->mu);
     if (!app->listen_acked) {
         app->listen_acked = true;
-        app->listen_honoured = aur__json_copy(honoured);
+        /* All startup needs of the ack (no copy to make). */
+        app->listen_tools_honoured = json_object_is_type(v, json_type_boolean)
+                                     && json_object_get_boolean(v);
         pthread_cond_broadcast(&app->cv);
     }
     pthread_mutex_unlock(&app->mu);
@@ -222,7 +234,7 @@ static void on_notification(void *ud, const char *method,
         json_object_object_get_ex(params, "requestId", &rid);
         if (is_listen_id(app, rid))
             aur__app_mark_disconnected(
-                app, "the server ended the change subscription");
+                app, AUR_E_CLOSED, "the server ended the change subscription");
     } else {
         aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag,
                  "notification %.64s ignored", method);
@@ -269,7 +281,8 @@ static void on_response(void *ud, struct json_object *msg)
         if (!acked)
             return;
     }
-    aur__app_mark_disconnected(app, "the server ended the change subscription");
+    aur__app_mark_disconnected(app, AUR_E_CLOSED,
+                               "the server ended the change subscription");
 }
 
 /* The listen request ended without a response (the transport said so):
@@ -295,7 +308,7 @@ static void on_ended(void *ud, struct json_object *id,
         return;
     snprintf(detail, sizeof detail, "the change subscription ended: %s",
              end->msg);
-    aur__app_mark_disconnected(app, detail);
+    aur__app_mark_disconnected(app, AUR_E_CLOSED, detail);
 }
 
 static void on_closed(void *ud, const struct aur_error *why)
@@ -304,7 +317,9 @@ static void on_closed(void *ud, const struct aur_error *why)
     char detail[300];
     snprintf(detail, sizeof detail, "connection closed%s%s",
              why && why->msg[0] ? ": " : "", why ? why->msg : "");
-    aur__app_mark_disconnected(app, detail);
+    aur__app_mark_disconnected(
+        app, why && why->code == AUR_E_NOMEM ? AUR_E_NOMEM : AUR_E_CLOSED,
+        detail);
 }
 
 static unsigned on_ordered(void *ud, const char *method,

@@ -20,15 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void aur_tool_output_clear(struct aur_tool_output *out)
-{
-    if (!out)
-        return;
-    free(out->content);
-    free(out->owned);
-    aur__out_reset(out);
-}
-
 /* The build tree's plugins when this library runs from the build tree,
  * else the installed ones.  An install keeps the plugins next to the
  * library (<libdir>/aurora-mcp/plugins), so look there first: that holds
@@ -181,29 +172,27 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     char dirbuf[PATH_MAX];
     int rc;
 
+    *out = NULL;
     if (!err)
         err = &local; /* the messages still reach *serr */
 
-    if (!mcp)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    if (!mcp) {
+        rc = aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+        goto fail;
+    }
     pthread_mutex_init(&mcp->mu, NULL);
     aur__mono_cond_init(&mcp->cv);
     rc = aur__config_load_host(config_dir, &mcp->cfg, &diag, err);
-    if (rc != AUR_OK) {
-        aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
+    if (rc == AUR_OK)
+        rc = aur__log_open(mcp->cfg->log_level, mcp->cfg->log_file,
+                           &mcp->log, err);
+    if (rc != AUR_OK)
         goto fail;
-    }
-    rc = aur__log_open(mcp->cfg->log_level, mcp->cfg->log_file, &mcp->log,
-                       err);
-    if (rc != AUR_OK) {
-        aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
-        goto fail;
-    }
     aur__host_vtable_init(mcp);
     mcp->selves = calloc(mcp->cfg->nplugins ? mcp->cfg->nplugins : 1,
                          sizeof *mcp->selves);
     if (!mcp->selves) {
-        rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        rc = aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
         goto fail;
     }
     if (!plugin_dir)
@@ -220,14 +209,15 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
                                    err);
     if (rc == AUR_OK)
         rc = setup_apps(mcp, err);
-    if (rc != AUR_OK) {
-        aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
+    if (rc != AUR_OK)
         goto fail;
-    }
     new_startup_id(mcp->startup_id);
     *out = mcp;
     return AUR_OK;
 fail:
+    /* Whatever failed, out of memory included, is reported in phase
+     * config (the return value says which). */
+    aur__serr_fill(serr, AUR_E_CONFIG, NULL, "config", err->msg);
     aur_mcp_destroy(mcp);
     return rc;
 }
@@ -266,36 +256,6 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
     return aur__start_all(h, serr, err);
 }
 
-int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
-                 struct json_object *arguments, int64_t timeout_ms,
-                 struct aur_tool_output *out)
-{
-    struct aur__tool *t;
-    aur__out_reset(out);
-    if (arguments && !json_object_is_type(arguments, json_type_object)) {
-        out->status = AUR_CALL_FAILED;
-        out->content = strdup("tool arguments must be a JSON object");
-        out->content_len = out->content ? strlen(out->content) : 0;
-        return AUR_E_INVAL;
-    }
-    /* Shutdown may run while calls still arrive (serve on SIGTERM). */
-    bool active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
-    t = active && tool_id ? aur__registry_find(h, tool_id) : NULL;
-    if (!t) {
-        const char *near =
-            active && tool_id ? aur__registry_suggest(h, tool_id) : NULL;
-        out->status = AUR_CALL_FAILED;
-        out->content = aur__strdup_printf(
-            "%s: %s%s%s%s", active ? "unknown tool id" : "host is not running",
-            tool_id ? tool_id : "(null)", near ? " (did you mean " : "",
-            near ? near : "", near ? "?)" : "");
-        out->content_len = strlen(out->content);
-        return AUR_OK;
-    }
-    aur__tool_call(h, t, arguments, timeout_ms, out);
-    return AUR_OK;
-}
-
 void aur_mcp_shutdown(struct aur_mcp *h)
 {
     if (!h || h->shut)
@@ -321,11 +281,9 @@ void aur_mcp_destroy(struct aur_mcp *h)
             aur__tool_free(a->tools[t]);
         free(a->tools);
         free(a->last_error);
-        free(a->disconnect_detail);
         json_object_put(a->server_caps);
         json_object_put(a->client_caps);
         free(a->envelope_text);
-        json_object_put(a->listen_honoured);
         free(a->listen_end);
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);

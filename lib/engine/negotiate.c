@@ -38,23 +38,23 @@ static bool is_legacy_version(const char *v)
 static struct json_object *client_info(void)
 {
     struct json_object *o = json_object_new_object();
-    json_object_object_add(o, "name", json_object_new_string("aurora-mcp"));
-    json_object_object_add(o, "version",
-                           json_object_new_string(AUR_VERSION_STRING));
-    return o;
+    bool ok = aur__json_set(o, "name", json_object_new_string("aurora-mcp"));
+    ok = ok && aur__json_set(o, "version",
+                             json_object_new_string(AUR_VERSION_STRING));
+    return aur__json_built(o, ok);
 }
 
 struct json_object *aur__app_envelope(struct aur__app *app)
 {
     struct json_object *m = json_object_new_object();
-    json_object_object_add(
+    bool ok = aur__json_set(
         m, "io.modelcontextprotocol/protocolVersion",
         json_object_new_string(app->modern ? app->version : MODERN_VERSION));
-    json_object_object_add(m, "io.modelcontextprotocol/clientCapabilities",
-                           aur__json_copy(app->client_caps));
-    json_object_object_add(m, "io.modelcontextprotocol/clientInfo",
-                           client_info());
-    return m;
+    ok = ok && aur__json_set(m, "io.modelcontextprotocol/clientCapabilities",
+                             aur__json_copy(app->client_caps));
+    ok = ok && aur__json_set(m, "io.modelcontextprotocol/clientInfo",
+                             client_info());
+    return aur__json_built(m, ok);
 }
 
 /* A server's error message is data, not ours: keep it printable and
@@ -87,8 +87,12 @@ int aur__app_call(struct aur__app *app, const char *method,
         memset(end, 0, sizeof *end);
     if (!params)
         params = json_object_new_object();
-    if (app->modern || (sid && strcmp(method, "server/discover") == 0))
-        json_object_object_add(params, "_meta", aur__app_envelope(app));
+    if (!params ||
+        ((app->modern || (sid && strcmp(method, "server/discover") == 0)) &&
+         !aur__json_set(params, "_meta", aur__app_envelope(app)))) {
+        json_object_put(params);
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
     rc = aur__rpc_request(app->rpc, method, params, sid, dl, &p, err);
     if (rc != AUR_OK)
         return rc;
@@ -255,13 +259,18 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
     struct json_object *params = json_object_new_object(), *res = NULL, *v;
     struct aur__rpc_end end;
     const char *ver;
+    bool ok;
     int rc;
 
-    json_object_object_add(params, "protocolVersion",
-                           json_object_new_string(LEGACY_OFFER));
-    json_object_object_add(params, "capabilities",
-                           aur__json_copy(app->client_caps));
-    json_object_object_add(params, "clientInfo", client_info());
+    ok = aur__json_set(params, "protocolVersion",
+                       json_object_new_string(LEGACY_OFFER));
+    ok = ok && aur__json_set(params, "capabilities",
+                             aur__json_copy(app->client_caps));
+    ok = ok && aur__json_set(params, "clientInfo", client_info());
+    if (!ok) {
+        json_object_put(params);
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
     rc = aur__app_call(app, "initialize", params, NULL, dl, &res, &end, err);
     if (rc != AUR_OK) {
         /* No JSON-RPC answer to either era, only an HTTP 400/404/405: an
@@ -300,6 +309,8 @@ static int declare_extensions(struct aur__app *app, struct aur_error *err)
     struct aur_mcp *mcp = app->mcp;
     int rc = AUR_OK;
 
+    if (!exts)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     for (size_t i = 0; i < mcp->nexts; i++) {
         struct aur__plugin *p = mcp->exts[i];
         if (!AUR_HAS(&p->ops.e, declare_caps))
@@ -310,9 +321,11 @@ static int declare_extensions(struct aur__app *app, struct aur_error *err)
     }
     rc = AUR_OK;
     app->client_caps = json_object_new_object();
-    if (json_object_object_length(exts) > 0)
-        json_object_object_add(app->client_caps, "extensions",
-                               json_object_get(exts));
+    if (!app->client_caps ||
+        (json_object_object_length(exts) > 0 &&
+         !aur__json_set(app->client_caps, "extensions",
+                        json_object_get(exts))))
+        rc = aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
 out:
     json_object_put(exts);
     return rc;
@@ -366,7 +379,8 @@ static int reopen(struct aur__app *app, aur_deadline dl, struct aur_error *err)
         return rc;
     pthread_mutex_lock(&app->mu);
     app->disconnected = false;
-    aur__set_str(&app->disconnect_detail, NULL);
+    app->disconnect_rc = AUR_OK;
+    app->disconnect_detail[0] = '\0';
     pthread_mutex_unlock(&app->mu);
     return AUR_OK;
 }
@@ -443,6 +457,8 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     if (cancelled)
         return aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");
     rc = negotiate(app, dl, &caps, err);
+    if (rc == AUR_OK && !caps) /* an empty object it could not make */
+        rc = aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     if (rc != AUR_OK)
         return rc;
     app->server_caps = caps;

@@ -65,8 +65,12 @@ int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err)
         if (!sv || sv->of != v[i]->scopes) {
             sv = aur__scope_view_new(v[i]->scopes, false);
             if (!sv) {
-                int rc = aur_fail(err, AUR_E_CATALOG, 0, "tool %s: scopes "
-                                  "are not lists of strings", v[i]->id);
+                int rc = errno == ENOMEM
+                             ? aur_fail(err, AUR_E_NOMEM, ENOMEM,
+                                        "out of memory")
+                             : aur_fail(err, AUR_E_CATALOG, 0,
+                                        "tool %s: scopes are not lists of "
+                                        "strings", v[i]->id);
                 free(v);
                 return rc;
             }

@@ -68,8 +68,10 @@ struct aur__scope_view *aur__scope_view_new(struct json_object *s, bool copy)
 
     if (!json_object_is_type(s, json_type_object) ||
         !measure(s, "observe", &no, &bytes) ||
-        !measure(s, "publish", &np, &bytes))
+        !measure(s, "publish", &np, &bytes)) {
+        errno = EINVAL;
         return NULL;
+    }
     /* One block: the view, both lists (never NULL, even empty), then the
      * copied strings. */
     head = sizeof *v + (no + np + 1) * sizeof(char *);

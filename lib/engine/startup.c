@@ -22,6 +22,7 @@
 #include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "jsonx.h"
 #include "log.h"
 
 #include <json-c/json.h>
@@ -52,7 +53,12 @@ void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
         .data = data,
     };
     struct aur_error err;
-    if (aur__world_append(mcp, &c, &err) != AUR_OK)
+    /* Like a journal error, running out of memory here is logged and
+     * changes nothing of what the commit records. */
+    if (!id || !source || !scope || !summary || !data)
+        aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag,
+                 "lifecycle commit %s not written: out of memory", kind);
+    else if (aur__world_append(mcp, &c, &err) != AUR_OK)
         aur__log(app->mcp->log, AUR_LOG_ERROR, app->tag,
                  "lifecycle commit %s not written: %s", kind, err.msg);
     free(id);
@@ -99,7 +105,8 @@ static int check_connected(struct aur__app *app, struct aur_error *err)
     int rc = AUR_OK;
     pthread_mutex_lock(&app->mu);
     if (app->disconnected)
-        rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", app->disconnect_detail);
+        rc = aur_fail(err, app->disconnect_rc, 0, "%s",
+                      app->disconnect_detail);
     pthread_mutex_unlock(&app->mu);
     return rc;
 }
@@ -281,8 +288,10 @@ static void commit_failed(struct aur__app *a, const char *phase, int rc,
     char *summary =
         aur__strdup_printf("MCP App startup failed: %s", a->cfg->package);
     struct json_object *data = json_object_new_object();
-    json_object_object_add(data, "phase", json_object_new_string(phase));
-    json_object_object_add(data, "error", json_object_new_string(e));
+    bool ok = aur__json_set(data, "phase", json_object_new_string(phase));
+    ok = ok && aur__json_set(data, "error",
+                             json_object_new_string(e ? e : why));
+    data = aur__json_built(data, ok);
     aur__lifecycle_commit_at(a, "mcp.app.failed", "failed", summary, data,
                              when);
     json_object_put(data);
@@ -311,10 +320,11 @@ static void write_startup_commits(struct aur_mcp *mcp)
         }
         data = json_object_new_object();
         summary = aur__strdup_printf("MCP App ready: %s", pkg);
-        json_object_object_add(data, "protocol_version",
-                               json_object_new_string(a->version));
-        json_object_object_add(data, "tool_count",
-                               json_object_new_int64((int64_t)a->ntools));
+        bool ok = aur__json_set(data, "protocol_version",
+                                json_object_new_string(a->version));
+        ok = ok && aur__json_set(data, "tool_count",
+                                 json_object_new_int64((int64_t)a->ntools));
+        data = aur__json_built(data, ok);
         aur__lifecycle_commit_at(a, "mcp.app.ready", "ready", summary, data,
                                  a->t_done);
         free(summary);
@@ -449,13 +459,15 @@ static void write_frozen_commits(struct aur_mcp *mcp)
         char *summary;
         if (a->state != AUR__S_READY)
             continue;
+        bool ok = true;
         data = json_object_new_object();
         ids = json_object_new_array();
-        for (size_t t = 0; t < a->ntools; t++)
-            json_object_array_add(ids, json_object_new_string(a->tools[t]->id));
-        json_object_object_add(data, "tool_ids", ids);
-        json_object_object_add(data, "tool_count",
-                               json_object_new_int64((int64_t)a->ntools));
+        for (size_t t = 0; ok && t < a->ntools; t++)
+            ok = aur__json_push(ids, json_object_new_string(a->tools[t]->id));
+        ok = aur__json_set(data, "tool_ids", aur__json_built(ids, ok)) && ok;
+        ok = ok && aur__json_set(data, "tool_count",
+                                 json_object_new_int64((int64_t)a->ntools));
+        data = aur__json_built(data, ok);
         summary = aur__strdup_printf("MCP tool catalog frozen: %s",
                                      a->cfg->package);
         aur__lifecycle_commit(a, "mcp.catalog.frozen", "catalog-frozen",
@@ -560,11 +572,10 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         gone = a->frozen && a->disconnected;
         pthread_mutex_unlock(&a->mu);
         if (gone) {
-            why = a->disconnect_detail ? a->disconnect_detail
-                                       : "connection closed";
+            why = a->disconnect_detail;
             fill_serr(mcp, serr, AUR_E_STARTUP, a->cfg->package, "activate",
                       why);
-            rc = aur_fail(err, AUR_E_CLOSED, 0, "%s", why);
+            rc = aur_fail(err, a->disconnect_rc, 0, "%s", why);
             commit_failed(a, "activate", rc, why, NULL);
             goto fail;
         }

@@ -14,8 +14,6 @@ char *aur__strdup_printf(const char *fmt, ...)
     if (vasprintf(&s, fmt, ap) < 0)
         s = NULL;
     va_end(ap);
-    if (!s)
-        abort(); /* tiny strings only: running out here is fatal anyway */
     return s;
 }
 

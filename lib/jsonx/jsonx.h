@@ -95,7 +95,20 @@ bool aur__json_str_is(struct json_object *v, const char *lit);
 /* json-c reference counts are not atomic (Debian builds it without
  * threading): an object shared between threads is only ever read, and a
  * thread that needs to keep or attach it takes a deep copy (transfer;
- * NULL for NULL; aborts only when memory runs out). */
+ * NULL for NULL, and when memory runs out). */
 struct json_object *aur__json_copy(struct json_object *v);
+
+/*
+ * Building a tree when memory may run out (the policy of aur_host.h): v
+ * (transfer, whatever happens) becomes member k of o, or is appended to
+ * array a.  false when o, a or v is NULL (a constructor that ran out) or
+ * the add failed; a builder ANDs the results and gives the tree up on
+ * false.  A JSON null member needs json_object_object_add itself.
+ */
+bool aur__json_set(struct json_object *o, const char *k,
+                   struct json_object *v);
+bool aur__json_push(struct json_object *a, struct json_object *v);
+/* o when ok, else NULL (o freed): the end of such a builder. */
+struct json_object *aur__json_built(struct json_object *o, bool ok);
 
 #endif

@@ -54,6 +54,31 @@ struct json_object *aur__json_copy(struct json_object *v)
 {
     struct json_object *c = NULL;
     if (v && json_object_deep_copy(v, &c, NULL) != 0)
-        abort(); /* only on allocation failure */
+        return NULL; /* only on allocation failure */
     return c;
+}
+
+bool aur__json_set(struct json_object *o, const char *k,
+                   struct json_object *v)
+{
+    if (o && v && json_object_object_add(o, k, v) == 0)
+        return true;
+    json_object_put(v);
+    return false;
+}
+
+struct json_object *aur__json_built(struct json_object *o, bool ok)
+{
+    if (ok)
+        return o;
+    json_object_put(o);
+    return NULL;
+}
+
+bool aur__json_push(struct json_object *a, struct json_object *v)
+{
+    if (a && v && json_object_array_add(a, v) == 0)
+        return true;
+    json_object_put(v);
+    return false;
 }

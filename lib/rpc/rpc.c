@@ -40,6 +40,10 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     r->refill_at = aur__now_ms();
     aur__rpc_sink_init(r);
 
+    if (!(r->close_item = calloc(1, sizeof *r->close_item))) {
+        rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        goto fail;
+    }
     if (pthread_create(&r->thread, NULL, aur__rpc_dispatch_main, r) != 0) {
         rc = aur_fail(err, AUR_E_NOMEM, errno, "cannot start dispatch thread");
         goto fail;
@@ -84,6 +88,7 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
         aur__rpc_pending_free(p);
     }
     aur__rpc_queue_free(r);
+    free(r->close_item);
     pthread_cond_destroy(&r->qcv);
     pthread_cond_destroy(&r->qspace);
     pthread_cond_destroy(&r->fcv);
@@ -124,6 +129,8 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
     r->gen++;
     r->closed = rc != AUR_OK;
     r->close_reported = false;
+    if (!r->close_item)
+        r->close_item = calloc(1, sizeof *r->close_item);
     __atomic_store_n(&r->faulty, false, __ATOMIC_RELEASE);
     r->tokens = r->lim.notify_burst * 1000;
     r->refill_at = aur__now_ms();
@@ -149,18 +156,24 @@ int aur__rpc_listen(struct aur__rpc *r, aur_deadline dl, struct aur_error *err)
     return r->ops->listen(r->conn, dl, err);
 }
 
+/* The message (params: transfer), or NULL when memory ran out. */
 static struct json_object *envelope(const char *method,
                                     struct json_object *params,
                                     struct json_object *id)
 {
     struct json_object *m = json_object_new_object();
-    json_object_object_add(m, "jsonrpc", json_object_new_string("2.0"));
-    if (id)
-        json_object_object_add(m, "id", aur__json_copy(id));
-    json_object_object_add(m, "method", json_object_new_string(method));
-    if (params)
-        json_object_object_add(m, "params", params);
-    return m;
+    bool ok = aur__json_set(m, "jsonrpc", json_object_new_string("2.0"));
+
+    ok = ok && (!id || aur__json_set(m, "id", aur__json_copy(id)));
+    ok = ok && aur__json_set(m, "method", json_object_new_string(method));
+    if (params && ok)
+        ok = aur__json_set(m, "params", params);
+    else
+        json_object_put(params);
+    if (ok)
+        return m;
+    json_object_put(m);
+    return NULL;
 }
 
 /* AUR_E_CLOSED with the transport's reason (e.g. a budget that was
@@ -168,6 +181,10 @@ static struct json_object *envelope(const char *method,
  * r->mu held. */
 static int fail_closed(struct aur__rpc *r, struct aur_error *err)
 {
+    /* A connection given up for want of memory says so: the policy of
+     * aur_host.h is AUR_E_NOMEM wherever memory ran out. */
+    if (r->close_err.code == AUR_E_NOMEM)
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "%s", r->close_err.msg);
     if (r->close_err.code != AUR_OK)
         return aur_fail(err, AUR_E_CLOSED, r->close_err.code,
                         "connection closed: %s (%s)", r->close_err.msg,
@@ -207,6 +224,7 @@ static int send_text(struct aur__rpc *r, const char *method,
     len = (size_t)hn + params_len + 1;
     if (len >= sizeof local && !(line = malloc(len + 1)))
         return aur_fail(err, AUR_E_NOT_SENT, AUR_E_NOMEM, "out of memory");
+    /* (request turns that into AUR_E_NOMEM, still not sent) */
     memcpy(line, head, (size_t)hn);
     memcpy(line + hn, params_json, params_len);
     line[len - 1] = '}';
@@ -273,6 +291,12 @@ static int request(struct aur__rpc *r, const char *method,
         p->num = r->next_id++;
         p->id = json_object_new_int64(p->num);
     }
+    if (!p->id) {
+        pthread_mutex_unlock(&r->mu);
+        aur__rpc_pending_free(p);
+        json_object_put(params);
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
     /* In the table before the bytes leave: the reply may beat send(). */
     aur__rpc_table_add(r, p);
     if (detached) {
@@ -284,14 +308,18 @@ static int request(struct aur__rpc *r, const char *method,
     AUR_PERTURB("rpc.send");
     if (params_json) {
         rc = send_text(r, method, p, params_json, params_len, dl, err);
+    } else if (!(msg = envelope(method, params, p->id))) {
+        rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_NOMEM, "out of memory");
     } else {
-        msg = envelope(method, params, p->id);
         rc = r->ops->send(r->conn, msg, dl, err);
         json_object_put(msg);
     }
     if (rc != AUR_OK) {
         if (maybe_sent)
             *maybe_sent = rc != AUR_E_NOT_SENT;
+        /* Not sent for want of memory: the policy's own code. */
+        if (rc == AUR_E_NOT_SENT && err && err->detail == AUR_E_NOMEM)
+            rc = err->code = AUR_E_NOMEM;
         pthread_mutex_lock(&r->mu);
         aur__rpc_table_remove(r, p);
         pthread_mutex_unlock(&r->mu);

@@ -89,6 +89,10 @@ struct aur__rpc {
     int64_t refill_at; /* aur__now_ms of the last refill */
     bool faulty;       /* also read without mu (atomic) on the fast path */
     bool close_reported; /* handlers.closed is queued for this gen */
+    /* The item that reports this gen's close, made while memory was
+     * there: an App must hear that its connection ended even when that
+     * happened for want of memory. */
+    struct aur__qitem *close_item;
     pthread_cond_t fcv;  /* wakes readers parked on a faulty connection */
 
     pthread_cond_t qcv;
@@ -137,9 +141,14 @@ extern _Thread_local bool aur__rpc_in_send_text;
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
                       bool first);
 /* A message item (msg transfer, mem its memory) with its arrival
- * stamp. */
-void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
+ * stamp.  false: out of memory, msg freed and lost (the caller gives the
+ * connection up: aur__rpc_lost). */
+bool aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
                           size_t mem, unsigned stamp, bool bounded);
+/* A message of len bytes (0: a request's end) was lost for want of
+ * memory: the connection is given up (rpc_recv.c, go_faulty) with
+ * AUR_E_NOMEM.  Takes r->mu. */
+void aur__rpc_lost(struct aur__rpc *r, size_t len);
 /* The dispatch thread body (arg: r). */
 void *aur__rpc_dispatch_main(void *arg);
 /* Free what is left in the queue (close; no thread left). */

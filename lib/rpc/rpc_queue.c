@@ -81,18 +81,19 @@ void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
     pthread_mutex_unlock(&r->mu);
 }
 
-void aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
+bool aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
                           size_t mem, unsigned stamp, bool bounded)
 {
     struct aur__qitem *q = calloc(1, sizeof *q);
     if (!q) {
         json_object_put(msg);
-        return;
+        return false;
     }
     q->msg = msg;
     q->mem = mem;
     q->stamp = stamp;
     aur__rpc_enqueue(r, q, bounded, false);
+    return true;
 }
 
 static void answer_request(struct aur__rpc *r, struct json_object *msg,

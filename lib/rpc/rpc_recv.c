@@ -189,15 +189,18 @@ static bool end_request(struct aur__rpc *r, int64_t num, const char *sid,
         struct aur__qitem *q = calloc(1, sizeof *q);
         aur__rpc_table_remove(r, p);
         pthread_mutex_unlock(&r->mu);
+        if (q && !reply && !(q->end_id = aur__json_copy(p->id))) {
+            free(q);
+            q = NULL;
+        }
         if (!q) {
             json_object_put(reply);
+            aur__rpc_lost(r, 0);
             return true;
         }
         q->msg = reply;
-        if (!reply) {
-            q->end_id = aur__json_copy(p->id);
+        if (!reply)
             q->end = *end;
-        }
         aur__rpc_enqueue(r, q, false, false);
         return true;
     }
@@ -239,7 +242,8 @@ static void deliver_response(struct aur__rpc *r, struct json_object *msg,
     if (p && p->detached) {
         aur__rpc_table_remove(r, p);
         pthread_mutex_unlock(&r->mu);
-        aur__rpc_enqueue_msg(r, msg, mem, 1, false);
+        if (!aur__rpc_enqueue_msg(r, msg, mem, 1, false))
+            aur__rpc_lost(r, mem);
         return;
     }
     if (p) {
@@ -272,6 +276,66 @@ static void park_faulty(struct aur__rpc *r)
     while (r->faulty && r->gen == gen && !r->stopping)
         if (aur__cond_wait_until(&r->fcv, &r->mu, dl) == ETIMEDOUT)
             break;
+}
+
+/* The item that reports this gen's close, once (NULL after the first
+ * time): the one made in advance, else a new one.  r->mu held. */
+static struct aur__qitem *close_report(struct aur__rpc *r)
+{
+    struct aur__qitem *q = r->close_item;
+
+    if (r->close_reported)
+        return NULL;
+    r->close_reported = true;
+    r->close_item = NULL;
+    return q ? q : calloc(1, sizeof *q);
+}
+
+/*
+ * The connection cannot be trusted any more: everything waiting ends
+ * with why, the App is marked unavailable at once (not after what it
+ * already sent is handled), and the reader is parked from here on.
+ * r->mu held; released.
+ */
+static void go_faulty(struct aur__rpc *r, const struct aur_error *why)
+{
+    struct aur__qitem *q;
+
+    __atomic_store_n(&r->faulty, true, __ATOMIC_RELEASE);
+    r->stats.faulty = true;
+    r->closed = true;
+    r->close_err = *why;
+    aur__rpc_fail_all(r, P_CLOSED);
+    q = close_report(r);
+    pthread_mutex_unlock(&r->mu);
+    aur__log(r->h.log, AUR_LOG_WARN, r->tag, "%s", why->msg);
+    if (q) {
+        q->has_err = true;
+        q->err = *why;
+        aur__rpc_enqueue(r, q, false, true);
+    }
+}
+
+/* A message lost for want of memory may have been anything (a reply, a
+ * change notice): nothing waiting can be trusted to hear its end, so the
+ * connection ends here for everyone. */
+void aur__rpc_lost(struct aur__rpc *r, size_t len)
+{
+    struct aur_error why;
+
+    if (len)
+        aur_fail(&why, AUR_E_NOMEM, ENOMEM, "%s: out of memory for a "
+                 "message of %zu bytes, which is lost; the App is treated "
+                 "as faulty", r->tag, len);
+    else
+        aur_fail(&why, AUR_E_NOMEM, ENOMEM, "%s: out of memory for the end "
+                 "of a request, which is lost; the App is treated as faulty",
+                 r->tag);
+    pthread_mutex_lock(&r->mu);
+    if (r->faulty)
+        pthread_mutex_unlock(&r->mu);
+    else
+        go_faulty(r, &why);
 }
 
 /* One server-initiated message spends a token; false = the bucket is
@@ -309,25 +373,7 @@ static bool spend_token(struct aur__rpc *r)
              "treated as faulty",
              r->tag, (long long)r->lim.notify_burst,
              (long long)r->lim.notify_rate);
-    __atomic_store_n(&r->faulty, true, __ATOMIC_RELEASE);
-    r->stats.faulty = true;
-    r->closed = true;
-    r->close_err = why;
-    aur__rpc_fail_all(r, P_CLOSED);
-    bool report = !r->close_reported;
-    r->close_reported = true;
-    pthread_mutex_unlock(&r->mu);
-    aur__log(r->h.log, AUR_LOG_WARN, r->tag, "%s", why.msg);
-    if (report) {
-        /* The App is marked unavailable at once, not after the
-         * notifications it sent within budget (still handled after). */
-        struct aur__qitem *q = calloc(1, sizeof *q);
-        if (q) {
-            q->has_err = true;
-            q->err = why;
-            aur__rpc_enqueue(r, q, false, true);
-        }
-    }
+    go_faulty(r, &why);
     return false;
 }
 
@@ -385,7 +431,8 @@ static void take_message(struct aur__rpc *r, struct json_object *msg,
          * under the queue bound: a server that sends requests and never
          * reads our answers would otherwise grow the queue for ever.
          * One shed after the wait simply gets no answer. */
-        aur__rpc_enqueue_msg(r, msg, mem, stamp, true);
+        if (!aur__rpc_enqueue_msg(r, msg, mem, stamp, true))
+            aur__rpc_lost(r, mem);
         return;
     }
     if (!has[2]) {
@@ -579,6 +626,10 @@ static int sink_text(void *ctx, const char *buf, size_t len,
                  "catalog and replies)",
                  r->tag, len, r->lim.max_mem, (long long)held);
     }
+    if (rc == AUR_E_NOMEM) {
+        aur__rpc_lost(r, len);
+        return rc;
+    }
     if (rc != AUR_OK) {
         json_object_put(msg);
         kind = aur__rpc_peek_id(buf, len, &num, sid, sizeof sid);
@@ -650,7 +701,7 @@ static void sink_request_end(void *ctx, struct json_object *id,
 static void sink_closed(void *ctx, const struct aur_error *why)
 {
     struct aur__rpc *r = ctx;
-    bool report;
+    struct aur__qitem *q;
 
     AUR_PERTURB("rpc.closed");
     pthread_mutex_lock(&r->mu);
@@ -659,13 +710,9 @@ static void sink_closed(void *ctx, const struct aur_error *why)
     if (why && why->code != AUR_OK && !r->faulty)
         r->close_err = *why;
     aur__rpc_fail_all(r, P_CLOSED);
-    report = !r->close_reported;
-    r->close_reported = true;
+    q = close_report(r);
     pthread_mutex_unlock(&r->mu);
-    if (report) {
-        struct aur__qitem *q = calloc(1, sizeof *q);
-        if (!q)
-            return;
+    if (q) {
         if (why) {
             q->has_err = true;
             q->err = *why;

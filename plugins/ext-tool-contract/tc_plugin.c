@@ -299,7 +299,7 @@ AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
         /* 1.0: later services are tested before use (AUR_HAS). */
         AUR_DESC_HEADER_MIN(AUR_KIND_EXTENSION, 0),
         .name = "ext-tool-contract",
-        .version = "0.1.0",
+        .version = "1.0.0",
         .summary = "org.aurorabot/tool-contract: scope templates and "
                    "effect-unknown results",
         .init = tc_init,

@@ -361,7 +361,7 @@ AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
         /* 1.0: later services are tested before use (AUR_HAS). */
         AUR_DESC_HEADER_MIN(AUR_KIND_EXTENSION, 0),
         .name = "ext-world-events",
-        .version = "0.1.0",
+        .version = "1.0.0",
         .summary = "business events from MCP servers into the world journal",
         .init = we_init,
         .fini = we_fini,

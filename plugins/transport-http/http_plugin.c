@@ -594,7 +594,7 @@ static const struct aur_plugin_desc DESC = {
      * config_dir for ca_file. */
     AUR_DESC_HEADER_MIN(AUR_KIND_TRANSPORT, 4),
     .name = "transport-http",
-    .version = "0.1.0",
+    .version = "1.0.0",
     .summary = "MCP Streamable HTTP over libcurl (https only)",
     .init = http_init,
     .settings = http_settings,

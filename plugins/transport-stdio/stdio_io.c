@@ -223,10 +223,10 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
         }
     }
     /* The content may be anything the App printed: never log it.  A
-     * frame over the memory budget is named as such (the error names the
-     * key and the App). */
+     * frame over the memory budget, or lost for want of memory, is named
+     * as such (the error names the key and the App). */
     if (rc != AUR_OK && stdio_warn_take(ch)) {
-        if (rc == AUR_E_LIMIT)
+        if (rc == AUR_E_LIMIT || rc == AUR_E_NOMEM)
             st->host->log(st->self, AUR_LOG_WARN,
                           "%s: dropped a frame (%zu bytes): %s",
                           ch->conn->package, len, e.msg);

@@ -376,7 +376,7 @@ AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
          * stdio_check; an older host would pass paths unresolved. */
         AUR_DESC_HEADER_MIN(AUR_KIND_TRANSPORT, 4),
         .name = "transport-stdio",
-        .version = "0.1.0",
+        .version = "1.0.0",
         .summary = "JSON-RPC over a child process's stdin/stdout",
         .init = stdio_init,
         .settings = stdio_settings,

@@ -11,7 +11,7 @@ aur_add_check(check_config SOURCES lib/config/check_config.c
 # Allocation failure swept through the loader and canonical JSON: the
 # core's own allocations are wrapped at link time.
 aur_add_check(check_oom SOURCES lib/engine/check_oom.c support/transports.c
+              support/oom_wrap.c
               LIBS aur_config aur_names aur_jsonx ${CMAKE_DL_LIBS}
               DEPENDS transport-stdio transport-http TIMEOUT 120)
-target_link_options(check_oom PRIVATE -Wl,--wrap=malloc -Wl,--wrap=calloc
-                    -Wl,--wrap=realloc -Wl,--wrap=strdup -Wl,--wrap=strndup)
+target_link_options(check_oom PRIVATE ${AUR_OOM_WRAP})

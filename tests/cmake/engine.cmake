@@ -32,6 +32,13 @@ if(TARGET aurora-mcp)
                   LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()
+  # The OOM policy of aur_host.h, swept over startup and the call path:
+  # the static core, so its allocations go through support/oom_wrap.c.
+  aur_add_check(check_oom_host SOURCES lib/engine/check_oom_host.c
+                support/oom_wrap.c
+                LIBS aurora-mcp-internal aur_test_support_internal
+                DEPENDS transport-stdio aur-fixture-server TIMEOUT 1500)
+  target_link_options(check_oom_host PRIVATE ${AUR_OOM_WRAP})
   aur_add_check(check_call_reply SOURCES lib/engine/check_call_reply.c
                 LIBS aurora-mcp-internal TIMEOUT 60)
 endif()

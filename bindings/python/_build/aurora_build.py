@@ -15,7 +15,7 @@ import zipfile
 
 NAME = "aurora_mcp"
 DIST = "aurora-mcp"
-VERSION = "0.1.0"
+VERSION = "1.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 METADATA = (
     "Metadata-Version: 2.1\n"

@@ -13,8 +13,9 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int,
                     c_int32, c_int64, c_size_t, c_uint32, c_void_p)
 from typing import List, Optional
 
-SONAME = "libaurora-mcp.so.0"
+SONAME = "libaurora-mcp.so.1"
 ERR_MSG_SIZE = 256
+AUR_E_INVAL = -1  # enum aur_rc (aur_plugin.h)
 
 
 class AurError(Structure):

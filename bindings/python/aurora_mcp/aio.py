@@ -15,8 +15,6 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from . import _lib
 from .host import (AuroraError, CallResult, Host, Tool, _call_args, _result)
 
-_AUR_E_INVAL = -1
-
 
 class AsyncHost:
     """>>> async with AsyncHost("examples/demo") as host:
@@ -118,6 +116,6 @@ class AsyncHost:
             with self._lock:
                 self._pending.pop(key, None)
             msg = err.msg.decode(errors="replace")
-            raise ValueError(msg) if rc == _AUR_E_INVAL else \
+            raise ValueError(msg) if rc == _lib.AUR_E_INVAL else \
                 AuroraError(rc, msg)
         return await fut

@@ -289,7 +289,9 @@ class Host:
             result = _result(out)
         finally:
             self._lib.aur_tool_output_clear(byref(out))
-        if rc != 0:
+        # AUR_E_NOMEM still comes with a truthful outcome (failed only if
+        # nothing was sent): an outcome like any other problem.
+        if rc == _lib.AUR_E_INVAL:
             raise ValueError(result.text)
         return result
 

@@ -187,9 +187,7 @@ void nf_teardown(void)
     aur__rpc_close(nf.app.rpc, aur__now_ms() + 2000);
     json_object_put(nf.app.server_caps);
     json_object_put(nf.app.client_caps);
-    json_object_put(nf.app.listen_honoured);
     free(nf.app.envelope_text);
-    free(nf.app.disconnect_detail);
     free(nf.app.last_error);
     free(nf.app.listen_end);
     for (size_t i = 0; i < nf.nsent; i++)

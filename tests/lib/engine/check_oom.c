@@ -1,10 +1,9 @@
 /*
  * check_oom.c - allocation failure, swept.
  *
- * The core's own allocations (malloc, calloc, realloc, strdup, strndup in
- * the config loader, the grammars and the canonical JSON writer, linked
- * into this binary) go through wrappers (-Wl,--wrap) that fail the Nth
- * call.  For N = 0, 1, 2, ... each run must end in AUR_E_NOMEM (the
+ * The core's own allocations (in the config loader, the grammars and the
+ * canonical JSON writer, linked into this binary) go through wrappers
+ * (support/oom_wrap.h) that fail from the Nth call on.  For N = 0, 1, 2, ... each run must end in AUR_E_NOMEM (the
  * out_of_memory code, named in the README) with nothing half-built, until
  * N is large enough for the run to succeed.  Leaks on any failure path
  * show up under the ASan build (LeakSanitizer), which runs this suite too.
@@ -18,6 +17,7 @@
 #include "jsonx.h"
 
 #include "support/check_main.h"
+#include "support/oom_wrap.h"
 #include <check.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -27,48 +27,6 @@
 #include <unistd.h>
 
 #define MAX_SWEEP 20000
-
-/* < 0: never fail; otherwise the number of calls that still succeed. */
-static long budget = -1;
-static long failures;
-
-static bool grant(void)
-{
-    if (budget < 0)
-        return true;
-    if (budget == 0) {
-        failures++;
-        return false;
-    }
-    budget--;
-    return true;
-}
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-char *__wrap_strndup(const char *s, size_t n);
-
-void *__wrap_malloc(size_t n) { return grant() ? __real_malloc(n) : NULL; }
-void *__wrap_calloc(size_t n, size_t m)
-{
-    return grant() ? __real_calloc(n, m) : NULL;
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    return grant() ? __real_realloc(p, n) : NULL;
-}
-char *__wrap_strdup(const char *s) { return grant() ? __real_strdup(s) : NULL; }
-char *__wrap_strndup(const char *s, size_t n)
-{
-    return grant() ? __real_strndup(s, n) : NULL;
-}
 
 static char dir[] = "/tmp/aur-test-oom-XXXXXX";
 
@@ -153,16 +111,14 @@ START_TEST(config_load_every_failure_is_nomem)
     const struct aur__transport_def *t = test_transports(&nt);
 
     write_config();
-    for (n = 0; n < MAX_SWEEP; n++) {
+    for (n = oom_first(); n < MAX_SWEEP; n++) {
         struct aur__config *c = (struct aur__config *)&c;
         struct aur_error err;
         int rc;
 
-        failures = 0;
-        budget = n;
+        oom_arm(n);
         rc = aur__config_load(dir, t, nt, &c, NULL, &err);
-        budget = -1;
-        if (failures == 0) {
+        if (oom_disarm() == 0) {
             /* Enough allocations this time: a full, correct load. */
             ck_assert_msg(rc == AUR_OK, "n=%ld: %s", n, err.msg);
             ck_assert_ptr_nonnull(c);
@@ -190,17 +146,15 @@ START_TEST(canonical_json_every_failure_is_nomem)
     long n, nomem = 0;
 
     ck_assert_ptr_nonnull(v);
-    for (n = 0; n < MAX_SWEEP; n++) {
+    for (n = oom_first(); n < MAX_SWEEP; n++) {
         struct aur_error err;
         char *out = (char *)&out;
         size_t len = 7;
         int rc;
 
-        failures = 0;
-        budget = n;
+        oom_arm(n);
         rc = aur__json_canonical(v, &out, &len, &err);
-        budget = -1;
-        if (failures == 0) {
+        if (oom_disarm() == 0) {
             ck_assert_int_eq(rc, AUR_OK);
             ck_assert_uint_eq(len, strlen(out));
             free(out);

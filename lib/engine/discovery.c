@@ -171,23 +171,15 @@ static struct json_object *default_scopes(const char *package)
     struct json_object *o = json_object_new_object();
     const char *dirs[] = {"observe", "publish"};
     char *scope = aur__strdup_printf("aurora:mcp:%s", package);
-    bool ok = o && scope;
+    bool ok = scope != NULL;
 
     for (size_t i = 0; ok && i < 2; i++) {
-        struct json_object *a = json_object_new_array(),
-                           *v = json_object_new_string(scope);
-        ok = a && v && json_object_array_add(a, v) == 0;
-        if (!ok)
-            json_object_put(v);
-        ok = ok && json_object_object_add(o, dirs[i], a) == 0;
-        if (!ok)
-            json_object_put(a);
+        struct json_object *a = json_object_new_array();
+        ok = aur__json_push(a, json_object_new_string(scope));
+        ok = aur__json_set(o, dirs[i], aur__json_built(a, ok)) && ok;
     }
     free(scope);
-    if (ok)
-        return o;
-    json_object_put(o);
-    return NULL;
+    return aur__json_built(o, ok);
 }
 
 /* The raw names of one listing pass (borrowed from its tools), hashed:

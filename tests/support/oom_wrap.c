@@ -58,39 +58,21 @@ long oom_disarm(void)
     return __atomic_load_n(&failures, __ATOMIC_ACQUIRE);
 }
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-int __real_vasprintf(char **out, const char *fmt, va_list ap);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t m);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-char *__wrap_strndup(const char *s, size_t n);
-int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
-int __wrap_asprintf(char **out, const char *fmt, ...);
-
-void *__wrap_malloc(size_t n) { return grant() ? __real_malloc(n) : NULL; }
-void *__wrap_calloc(size_t n, size_t m)
-{
-    return grant() ? __real_calloc(n, m) : NULL;
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    return grant() ? __real_realloc(p, n) : NULL;
-}
-char *__wrap_strdup(const char *s) { return grant() ? __real_strdup(s) : NULL; }
-char *__wrap_strndup(const char *s, size_t n)
-{
-    return grant() ? __real_strndup(s, n) : NULL;
-}
+/* __wrap_NAME: NAME itself while allowed, else fail (what it returns
+ * then). */
+#define WRAP(ret, name, params, args, fail)                                  \
+    ret __real_##name params;                                                \
+    ret __wrap_##name params;                                                \
+    ret __wrap_##name params { return grant() ? __real_##name args : fail; }
+WRAP(void *, malloc, (size_t n), (n), NULL)
+WRAP(void *, calloc, (size_t n, size_t m), (n, m), NULL)
+WRAP(void *, realloc, (void *p, size_t n), (p, n), NULL)
+WRAP(char *, strdup, (const char *s), (s), NULL)
+WRAP(char *, strndup, (const char *s, size_t n), (s, n), NULL)
 /* As glibc documents: *out is undefined on failure; ours leaves it. */
-int __wrap_vasprintf(char **out, const char *fmt, va_list ap)
-{
-    return grant() ? __real_vasprintf(out, fmt, ap) : -1;
-}
+WRAP(int, vasprintf, (char **out, const char *fmt, va_list ap),
+     (out, fmt, ap), -1)
+int __wrap_asprintf(char **out, const char *fmt, ...);
 int __wrap_asprintf(char **out, const char *fmt, ...)
 {
     va_list ap;
@@ -104,39 +86,35 @@ int __wrap_asprintf(char **out, const char *fmt, ...)
 
 /* json-c's constructors and adders, as called from the code linked in
  * here: the trees the core builds fail like its own allocations. */
-#define JSONC_WRAP(ret, name, params, args, fail)                            \
-    ret __real_##name params;                                                \
-    ret __wrap_##name params;                                                \
-    ret __wrap_##name params { return grant() ? __real_##name args : fail; }
-JSONC_WRAP(struct json_object *, json_object_new_object, (void), (), NULL)
-JSONC_WRAP(struct json_object *, json_object_new_array, (void), (), NULL)
-JSONC_WRAP(struct json_object *, json_object_new_array_ext, (int n), (n),
-           NULL)
-JSONC_WRAP(struct json_object *, json_object_new_string, (const char *s),
-           (s), NULL)
-JSONC_WRAP(struct json_object *, json_object_new_string_len,
-           (const char *s, int n), (s, n), NULL)
-JSONC_WRAP(struct json_object *, json_object_new_int, (int32_t v), (v), NULL)
-JSONC_WRAP(struct json_object *, json_object_new_int64, (int64_t v), (v),
-           NULL)
-JSONC_WRAP(struct json_object *, json_object_new_uint64, (uint64_t v), (v),
-           NULL)
-JSONC_WRAP(struct json_object *, json_object_new_boolean, (json_bool v), (v),
-           NULL)
-JSONC_WRAP(struct json_object *, json_object_new_double, (double v), (v),
-           NULL)
-JSONC_WRAP(struct json_object *, json_object_new_double_s,
-           (double v, const char *s), (v, s), NULL)
-JSONC_WRAP(int, json_object_object_add,
-           (struct json_object *o, const char *k, struct json_object *v),
-           (o, k, v), -1)
-JSONC_WRAP(int, json_object_object_add_ex,
-           (struct json_object *o, const char *k, struct json_object *v,
+WRAP(struct json_object *, json_object_new_object, (void), (), NULL)
+WRAP(struct json_object *, json_object_new_array, (void), (), NULL)
+WRAP(struct json_object *, json_object_new_array_ext, (int n), (n),
+     NULL)
+WRAP(struct json_object *, json_object_new_string, (const char *s),
+     (s), NULL)
+WRAP(struct json_object *, json_object_new_string_len,
+     (const char *s, int n), (s, n), NULL)
+WRAP(struct json_object *, json_object_new_int, (int32_t v), (v), NULL)
+WRAP(struct json_object *, json_object_new_int64, (int64_t v), (v),
+     NULL)
+WRAP(struct json_object *, json_object_new_uint64, (uint64_t v), (v),
+     NULL)
+WRAP(struct json_object *, json_object_new_boolean, (json_bool v), (v),
+     NULL)
+WRAP(struct json_object *, json_object_new_double, (double v), (v),
+     NULL)
+WRAP(struct json_object *, json_object_new_double_s,
+     (double v, const char *s), (v, s), NULL)
+WRAP(int, json_object_object_add,
+     (struct json_object *o, const char *k, struct json_object *v),
+     (o, k, v), -1)
+WRAP(int, json_object_object_add_ex,
+     (struct json_object *o, const char *k, struct json_object *v,
             unsigned opts),
-           (o, k, v, opts), -1)
-JSONC_WRAP(int, json_object_array_add,
-           (struct json_object *a, struct json_object *v), (a, v), -1)
-JSONC_WRAP(int, json_object_deep_copy,
-           (struct json_object *s, struct json_object **d,
+     (o, k, v, opts), -1)
+WRAP(int, json_object_array_add,
+     (struct json_object *a, struct json_object *v), (a, v), -1)
+WRAP(int, json_object_deep_copy,
+     (struct json_object *s, struct json_object **d,
             json_c_shallow_copy_fn *fn),
-           (s, d, fn), -1)
+     (s, d, fn), -1)

@@ -72,19 +72,34 @@ static int cmd_check(const char *dir)
 static int cmd_discover(const char *dir)
 {
     struct aur_mcp *h = NULL;
-    struct json_object *o;
+    struct json_object *o = NULL;
+    struct aur_error err = {0};
+    char *text = NULL;
+    size_t n = 0;
     int rc = cli_start(dir, &h);
     if (rc != EXIT_OK)
         return rc;
-    o = aur_mcp_status_jsonc(h, 1);
-    aur_mcp_shutdown(h);
+    /* The catalog goes out as the library writes it: no tree. */
     if (cli_table())
-        cli_print_status_table(o);
+        o = aur_mcp_status_jsonc(h, 1);
     else
-        cli_print_json(o);
-    json_object_put(o);
+        aur_mcp_status(h, 1, &text, &n, &err);
+    aur_mcp_shutdown(h);
+    if (o) {
+        cli_print_status_table(o);
+        json_object_put(o);
+    } else if (text) {
+        fwrite(text, 1, n, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        aur_free(text);
+    } else {
+        fprintf(stderr, "aurora-mcp: discover: %s\n",
+                err.msg[0] ? err.msg : "out of memory");
+        rc = EXIT_RUNTIME;
+    }
     cli_destroy(h);
-    return EXIT_OK;
+    return rc;
 }
 
 #define MAX_STDIN (64u << 20)

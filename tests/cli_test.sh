@@ -38,11 +38,11 @@ mkcfg "$T/a"
 addapp "$T/a" a.ini org.test.cli 5 --era modern --tools 2
 "$BIN" check -c "$T/a" >"$T/out"; expect_eq $? 0 "check ok"
 # check starts nothing: an enabled App is not_started, never "disabled"
-expect_has "$(cat "$T/out")" '"package":"org.test.cli","enabled":true,"active":true,"transport":"stdio","state":"not_started"' "check: enabled App not_started"
+expect_has "$(cat "$T/out")" '{"active":true,"enabled":true,"extensions":{},"last_error":null,"negotiated_version":null,"not_callable_tool_ids":[],"package":"org.test.cli","restart_required":false,"state":"not_started","tool_ids":[],"transport":"stdio"}' "check: enabled App not_started"
 addapp "$T/a" y.ini org.test.off 5
 sed -i 's/^enabled = true/enabled = false/' "$T/a/apps.d/y.ini"
 "$BIN" check -c "$T/a" >"$T/out"; expect_eq $? 0 "check with a disabled App"
-expect_has "$(cat "$T/out")" '"package":"org.test.off","enabled":false,"active":false,"transport":"stdio","state":"disabled"' "check: disabled App"
+expect_has "$(cat "$T/out")" '{"active":false,"enabled":false,"extensions":{},"last_error":null,"negotiated_version":null,"not_callable_tool_ids":[],"package":"org.test.off","restart_required":false,"state":"disabled","tool_ids":[],"transport":"stdio"}' "check: disabled App"
 rm "$T/a/apps.d/y.ini"
 printf '[app]\npackage = Bad\n' >"$T/a/apps.d/z.ini"
 "$BIN" check -c "$T/a" >"$T/out" 2>/dev/null; expect_eq $? 2 "check bad app"
@@ -260,11 +260,11 @@ printf '[agent root]\ntools = aur.mcp.org.test.two.t0000\ntools = aur.mcp.org.te
 out=$("$BIN" discover -v -c "$T/k" --app org.test.one 2>"$T/err"); expect_eq $? 0 "--app one"
 expect_has "$out" '"id":"aur.mcp.org.test.one.t0000"' "--app: its tools"
 case $out in *aur.mcp.org.test.two.t0000*) bad "--app: another App's tool listed" ;; *) ok ;; esac
-expect_has "$out" '"package":"org.test.two","enabled":true,"active":false,"transport":"stdio","state":"disabled"' "--app: the other is disabled"
+expect_has "$out" '{"active":false,"enabled":true,"extensions":{},"last_error":"left out of this run","negotiated_version":null,"not_callable_tool_ids":[],"package":"org.test.two","restart_required":false,"state":"disabled","tool_ids":[],"transport":"stdio"}' "--app: the other is disabled"
 expect_has "$(cat "$T/err")" "references aur.mcp.org.test.two.t0000, of an App left out of this run" "--app: agents reference warns"
 out=$("$BIN" discover -c "$T/k" --disable org.test.one 2>/dev/null); expect_eq $? 0 "--disable one"
 expect_has "$out" '"id":"aur.mcp.org.test.two.t0000"' "--disable: the other's tools"
-expect_has "$out" '"package":"org.test.one","enabled":true,"active":false,"transport":"stdio","state":"disabled","negotiated_version":null,"extensions":{},"tool_ids":[],"not_callable_tool_ids":[],"last_error":"left out of this run"' "--disable: left out, with why"
+expect_has "$out" '{"active":false,"enabled":true,"extensions":{},"last_error":"left out of this run","negotiated_version":null,"not_callable_tool_ids":[],"package":"org.test.one","restart_required":false,"state":"disabled","tool_ids":[],"transport":"stdio"}' "--disable: left out, with why"
 out=$("$BIN" check -c "$T/k" --app org.test.thre 2>/dev/null); expect_eq $? 2 "--app unknown package"
 expect_has "$out" 'no App has package org.test.thre' "--app unknown: named"
 out=$("$BIN" check -c "$T/k" --app org.test.tw 2>/dev/null); expect_eq $? 2 "--app near package"
@@ -363,7 +363,7 @@ expect_has "$first_call" '"id":2' "fast answer comes first"
 expect_has "$out" '{"id":1,"result":{"status":"succeeded","content":"slow"' "slow answer"
 expect_has "$out" '{"id":null,"error":{"code":"bad_request"' "bad line"
 expect_has "$out" '{"id":3,"error":{"code":"unknown_op"' "unknown op"
-expect_has "$out" '{"id":"s","result":{"platform_enabled":true' "status op"
+expect_has "$out" '{"id":"s","result":{"apps":[{"active":true' "status op"
 expect_has "$out" '{"id":4,"result":{"tools":[' "tools op"
 expect_eq "$(leftover "$T/s")" 0 "no child after serve EOF"
 # A misspelt field is refused naming it, never ignored (a call without its
@@ -398,7 +398,7 @@ for how in pipe file; do
     expect_eq "$(echo "$out" | wc -l)" 7 "one answer per line after shutdown ($how)"
 done
 out=$(printf '{"id":14,"op":"status"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
-expect_has "$out" '{"id":14,"result":{"platform_enabled"' "last line without LF answered"
+expect_has "$out" '{"id":14,"result":{"apps":[' "last line without LF answered"
 
 # Ids: a string, a finite number or null, echoed as they came (integers
 # digit for digit, other numbers in their shortest form); anything else,
@@ -413,7 +413,7 @@ out=$(printf '%s\n' '{"id":1e999,"op":"status"}' '{"id":-1e999,"op":"call",'"$fa
     '{"id":null,"op":"nope"}' '{"id":"a\u0000b","op":"nope"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
 expect_eq "$(echo "$out" | grep -c '^{"id":null,"error":{"code":"bad_request","message":"\\"id\\" must be')" 6 "bad ids refused"
 case "$out" in *Infinity*|*NaN*) bad "an id echoed as a non-JSON number: $out" ;; *) ok ;; esac
-expect_has "$out" '{"id":0.1,"result":{"platform_enabled"' "id 0.1 (respond path)"
+expect_has "$out" '{"id":0.1,"result":{"apps":[' "id 0.1 (respond path)"
 expect_has "$out" '{"id":0.25,"result":{"status":"succeeded"' "id 0.25 (call path)"
 expect_has "$out" '{"id":100.0,"error":{"code":"unknown_op"' "id 1E2"
 expect_has "$out" '{"id":123456789012345678901234567890,"result":{"status":"succeeded"' "big integer id"

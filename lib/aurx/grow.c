@@ -42,6 +42,13 @@ int aur__buf_put(struct aur__buf *b, const void *s, size_t n, size_t max)
 
     if (max == SIZE_MAX)
         max = SIZE_MAX - 1; /* room for the NUL */
+    /* Documents are written a few bytes at a time: most puts fit. */
+    if (b->p && n && n < b->cap - b->n && n <= max - b->n) {
+        memcpy(b->p + b->n, s, n);
+        b->n += n;
+        b->p[b->n] = '\0';
+        return 0;
+    }
     if (n > max - b->n)
         return EFBIG;
     g = aur__grow(b->p, &b->cap, b->n + n + 1, 1, 64, max + 1);

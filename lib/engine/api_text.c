@@ -67,11 +67,15 @@ int aur_mcp_call(struct aur_mcp *h, const char *tool_id,
 int aur_mcp_status(struct aur_mcp *h, int with_tools, char **json,
                    size_t *len, struct aur_error *err)
 {
-    struct json_object *o = aur_mcp_status_jsonc(h, with_tools);
+    size_t n;
+    int rc;
 
-    if (!o)
-        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
-    return to_text(o, json, len, err);
+    if (!json)
+        return aur_fail(err, AUR_E_INVAL, 0, "no output pointer");
+    rc = aur__status_text(h, with_tools, json, &n, err);
+    if (rc == AUR_OK && len)
+        *len = n;
+    return rc;
 }
 
 int aur_mcp_app_checks(struct aur_mcp *h, const char *package, char **json,
@@ -98,50 +102,21 @@ int aur_plugin_info(const char *path, char **json, size_t *len,
     return to_text(o, json, len, err);
 }
 
-/* v (taken) as o's member k; false when v is NULL or cannot be added. */
-static bool put(struct json_object *o, const char *k, struct json_object *v)
-{
-    if (v && json_object_object_add(o, k, v) == 0)
-        return true;
-    json_object_put(v);
-    return false;
-}
-
-/* A copy of the declared scope list k, [] when there is none. */
-static struct json_object *scope_list(const struct aur__tool *t,
-                                      const char *k)
-{
-    struct json_object *v = NULL;
-
-    json_object_object_get_ex(t->scopes, k, &v);
-    return v ? aur__json_copy(v) : json_object_new_array();
-}
-
 /* Tool t as the object aur_mcp_tool_json describes, or NULL. */
 static struct aur__text *tool_text(const struct aur__tool *t)
 {
-    struct json_object *o = json_object_new_object();
     struct aur__text *x = NULL;
     struct aur_error err;
-    char *s = NULL;
+    char *s;
     size_t n;
 
-    if (o && put(o, "id", json_object_new_string(t->id)) &&
-        put(o, "app", json_object_new_string(t->info.app)) &&
-        put(o, "raw_name", json_object_new_string(t->raw_name)) &&
-        put(o, "description",
-            json_object_new_string_len(t->description,
-                                       (int)t->description_len)) &&
-        put(o, "input_schema", aur__json_copy(t->schema)) &&
-        put(o, "observe", scope_list(t, "observe")) &&
-        put(o, "publish", scope_list(t, "publish")) &&
-        aur__json_canonical(o, &s, &n, &err) == AUR_OK &&
-        (x = malloc(sizeof *x + n + 1))) {
+    if (aur__tool_text(t, &s, &n, &err) != AUR_OK)
+        return NULL;
+    if ((x = malloc(sizeof *x + n + 1))) {
         x->len = n;
         memcpy(x->s, s, n + 1);
     }
     free(s);
-    json_object_put(o);
     return x;
 }
 

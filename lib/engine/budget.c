@@ -50,7 +50,7 @@ static int64_t depth_of(struct json_object *v, int64_t limit)
 /* One schema member (inputSchema or outputSchema) of a tool. */
 static int schema_check(const struct aur__budgets *b, const char *id,
                         const char *member, struct json_object *schema,
-                        struct aur_error *err)
+                        char **keep, size_t *keep_len, struct aur_error *err)
 {
     char *text = NULL;
     size_t len = 0;
@@ -65,22 +65,30 @@ static int schema_check(const struct aur__budgets *b, const char *id,
     /* Size is that of the canonical text: what the server's formatting
      * does not change.  The copy is bounded by the frame it came in. */
     rc = aur__json_canonical(schema, &text, &len, err);
-    free(text);
     if (rc == AUR_E_NOMEM)
         return rc;
     if (rc != AUR_OK)
         return aur_fail(err, AUR_E_CATALOG, 0, "tool %s: %s cannot be "
                         "serialised", id, member);
-    if ((int64_t)len > b->schema_bytes)
+    if ((int64_t)len > b->schema_bytes) {
+        free(text);
         return aur_fail(err, AUR_E_LIMIT, 0,
                         "tool %s: %s is %zu bytes, over max_schema_bytes = "
                         "%lld",
                         id, member, len, (long long)b->schema_bytes);
+    }
+    if (keep) {
+        *keep = text;
+        *keep_len = len;
+    } else {
+        free(text);
+    }
     return AUR_OK;
 }
 
 int aur__tool_budget_check(const struct aur__app *app, const char *id,
-                           struct json_object *tj, struct aur_error *err)
+                           struct json_object *tj, char **schema_text,
+                           size_t *schema_len, struct aur_error *err)
 {
     const struct aur__budgets *b = &app->cfg->budgets;
     static const char *const schemas[] = {"inputSchema", "outputSchema"};
@@ -98,9 +106,13 @@ int aur__tool_budget_check(const struct aur__app *app, const char *id,
     for (size_t i = 0; i < AUR__ARRAY_LEN(schemas); i++) {
         if (!json_object_object_get_ex(tj, schemas[i], &v) || !v)
             continue;
-        rc = schema_check(b, id, schemas[i], v, err);
-        if (rc != AUR_OK)
+        rc = schema_check(b, id, schemas[i], v, i ? NULL : schema_text,
+                          schema_len, err);
+        if (rc != AUR_OK) {
+            free(*schema_text);
+            *schema_text = NULL;
             return rc;
+        }
     }
     return AUR_OK;
 }

@@ -95,6 +95,7 @@ void aur__tool_free(struct aur__tool *t)
     free(t->raw_name);
     free(t->description);
     json_object_put(t->schema);
+    free(t->schema_text);
     json_object_put(t->scopes);
     free(t->json);
     free(t);
@@ -115,6 +116,7 @@ static size_t chunk(size_t n)
 static size_t tool_mem(const struct aur__tool *t)
 {
     return chunk(sizeof *t) + aur__json_mem(t->schema) +
+           chunk(t->schema_len + 1) +
            chunk(strlen(t->id) + 1) + chunk(strlen(t->raw_name) + 1) +
            chunk(t->description_len + 1);
 }
@@ -275,7 +277,10 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
                         "aur.mcp.%s.%s",
                         pkg, raw);
     char *id = aur__strdup_printf("aur.mcp.%s.%s", pkg, raw);
-    rc = id ? aur__tool_budget_check(app, id, tj, err)
+    char *schema_text = NULL;
+    size_t schema_len = 0;
+    rc = id ? aur__tool_budget_check(app, id, tj, &schema_text, &schema_len,
+                                     err)
             : aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     if (rc == AUR_OK && (int)app->ntools >= app->mcp->cfg->max_tools)
         rc = aur_fail(err, AUR_E_LIMIT, 0, "too many tools (more than %d)",
@@ -284,10 +289,13 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
         rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     if (rc != AUR_OK) {
         free(id);
+        free(schema_text);
         return rc;
     }
     t->app = app;
     t->id = id;
+    t->schema_text = schema_text;
+    t->schema_len = schema_len;
     t->raw_name = strdup(raw);
     if (json_object_object_get_ex(tj, "description", &desc) &&
         json_object_is_type(desc, json_type_string))

@@ -61,6 +61,8 @@ struct aur__tool {
     size_t description_len; /* may hold U+0000 */
     bool task_required; /* execution.taskSupport "required": not callable */
     struct json_object *schema;
+    char *schema_text; /* its canonical text, or NULL (builtins) */
+    size_t schema_len;
     struct json_object *scopes; /* {"observe":[..],"publish":[..]} templates */
     const struct aur__scope_view *view; /* of scopes; set at freeze */
     struct aur__app *app;       /* NULL for a builtin */
@@ -255,9 +257,13 @@ int aur__agents_check(struct aur_mcp *mcp, struct aur_error *err);
 
 /* budget.c: the per-tool budgets of app's config, checked on tj (one
  * Tool of a tools/list page, borrowed) when it is bound; AUR_E_LIMIT
- * names the tool id and the key.  Startup thread. */
+ * names the tool id and the key.  On AUR_OK *schema_text (transfer; NULL
+ * when tj has no inputSchema) is its inputSchema's canonical text, made
+ * to measure it and kept for the catalog's output (status.c).  Startup
+ * thread. */
 int aur__tool_budget_check(const struct aur__app *app, const char *id,
-                           struct json_object *tj, struct aur_error *err);
+                           struct json_object *tj, char **schema_text,
+                           size_t *schema_len, struct aur_error *err);
 /* budget.c: a mapped call result over max_result_bytes becomes unknown
  * (a failed one stays failed) and its content a text naming the budget.
  * out is writable; any thread. */
@@ -266,6 +272,13 @@ void aur__call_result_budget(const struct aur__app *app,
 
 /* status.c */
 const char *aur__state_word(enum aur__app_state s);
+/* The status document / tool t as canonical text: *out (transfer,
+ * NUL-terminated) and *len on AUR_OK; AUR_E_NOMEM.  Any thread once the
+ * registry is frozen. */
+int aur__status_text(struct aur_mcp *h, int with_tools, char **out,
+                     size_t *len, struct aur_error *err);
+int aur__tool_text(const struct aur__tool *t, char **out, size_t *len,
+                   struct aur_error *err);
 
 /* Text made once and read by any thread: len bytes, then a NUL. */
 struct aur__text {

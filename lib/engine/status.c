@@ -6,6 +6,11 @@
 #include "aur_setup.h"
 
 #include "engine.h"
+#include "grow.h"
+#include "jsonx.h"
+
+#include <errno.h>
+#include <string.h>
 
 #include <json-c/json.h>
 
@@ -34,26 +39,105 @@ static struct json_object *str_or_null(const char *s)
     return s ? json_object_new_string(s) : NULL;
 }
 
-static struct json_object *tool_json(const struct aur__tool *t)
+/*
+ * The status document and a tool's JSON are written as text straight
+ * from the frozen registry.  Its schemas and scope lists are read where
+ * they lie: a deep copy of every schema into a status tree, printing it
+ * and freeing it was most of what `discover` cost beyond the wire
+ * (docs/benchmarks.md), and a registry tree may not be shared instead
+ * (json-c's reference counts and its printer's cache are writes).  The
+ * keys are written in sorted order, so the text is canonical like every
+ * text the API hands out.  The first failure sticks in rc.
+ */
+struct writer {
+    struct aur__buf b;
+    int rc;
+    struct aur_error *err;
+};
+
+static void raw_n(struct writer *w, const char *s, size_t n)
 {
-    struct json_object *o = json_object_new_object(), *v;
-    json_object_object_add(o, "id", json_object_new_string(t->id));
-    json_object_object_add(o, "app",
-                           json_object_new_string(t->app ? t->app->cfg->package
-                                                         : ""));
-    json_object_object_add(o, "raw_name", json_object_new_string(t->raw_name));
-    json_object_object_add(o, "description",
-                           json_object_new_string_len(t->description,
-                                                      (int)t->description_len));
+    if (w->rc == AUR_OK && aur__buf_put(&w->b, s, n, SIZE_MAX) != 0)
+        w->rc = aur_fail(w->err, AUR_E_NOMEM, ENOMEM, "out of memory");
+}
+
+static void raw(struct writer *w, const char *s)
+{
+    raw_n(w, s, strlen(s));
+}
+
+static void quoted(struct writer *w, const char *s, size_t n)
+{
+    if (w->rc == AUR_OK)
+        w->rc = aur__json_quoted_put(&w->b, s, n, w->err);
+}
+
+static void value(struct writer *w, struct json_object *v)
+{
+    if (w->rc == AUR_OK)
+        w->rc = aur__json_canonical_put(&w->b, v, w->err);
+}
+
+static void scope_list(struct writer *w, const struct aur__tool *t,
+                       const char *k)
+{
+    struct json_object *v = NULL;
+
+    if (json_object_object_get_ex(t->scopes, k, &v))
+        value(w, v);
+    else
+        raw(w, "[]");
+}
+
+static void tool_put(struct writer *w, const struct aur__tool *t,
+                     bool with_callable)
+{
+    const char *app = t->app ? t->app->cfg->package : "";
+
+    raw(w, "{\"app\":");
+    quoted(w, app, strlen(app));
     /* A tool that only runs as a task is listed, but not callable. */
-    json_object_object_add(o, "callable",
-                           json_object_new_boolean(!t->task_required));
-    json_object_object_add(o, "input_schema", aur__json_copy(t->schema));
-    if (json_object_object_get_ex(t->scopes, "observe", &v))
-        json_object_object_add(o, "observe", aur__json_copy(v));
-    if (json_object_object_get_ex(t->scopes, "publish", &v))
-        json_object_object_add(o, "publish", aur__json_copy(v));
-    return o;
+    if (with_callable)
+        raw(w, t->task_required ? ",\"callable\":false"
+                                : ",\"callable\":true");
+    raw(w, ",\"description\":");
+    quoted(w, t->description, t->description_len);
+    raw(w, ",\"id\":");
+    quoted(w, t->id, strlen(t->id));
+    raw(w, ",\"input_schema\":");
+    /* An App's tool kept the text its budget check made. */
+    if (t->schema_text)
+        raw_n(w, t->schema_text, t->schema_len);
+    else
+        value(w, t->schema);
+    raw(w, ",\"observe\":");
+    scope_list(w, t, "observe");
+    raw(w, ",\"publish\":");
+    scope_list(w, t, "publish");
+    raw(w, ",\"raw_name\":");
+    quoted(w, t->raw_name, strlen(t->raw_name));
+    raw(w, "}");
+}
+
+/* The end of a writer: its text (transfer) on AUR_OK, else freed. */
+static int finish(struct writer *w, char **out, size_t *len)
+{
+    if (w->rc != AUR_OK) {
+        free(w->b.p);
+        return w->rc;
+    }
+    *out = w->b.p;
+    *len = w->b.n;
+    return AUR_OK;
+}
+
+int aur__tool_text(const struct aur__tool *t, char **out, size_t *len,
+                   struct aur_error *err)
+{
+    struct writer w = {{0}, AUR_OK, err};
+
+    tool_put(&w, t, false);
+    return finish(&w, out, len);
 }
 
 static struct json_object *app_json(struct aur_mcp *mcp, struct aur__app *a)
@@ -132,24 +216,54 @@ int aur_mcp_restart_required(struct aur_mcp *h)
     return any;
 }
 
+int aur__status_text(struct aur_mcp *h, int with_tools, char **out,
+                     size_t *len, struct aur_error *err)
+{
+    struct writer w = {{0}, AUR_OK, err};
+
+    raw(&w, "{\"apps\":[");
+    for (size_t i = 0; i < h->napps && w.rc == AUR_OK; i++) {
+        struct json_object *a = app_json(h, &h->apps[i]);
+        if (i)
+            raw(&w, ",");
+        if (!a)
+            w.rc = aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+        value(&w, a);
+        json_object_put(a);
+    }
+    raw(&w, h->cfg->mcp_enabled ? "],\"platform_enabled\":true"
+                                : "],\"platform_enabled\":false");
+    raw(&w, aur_mcp_restart_required(h) ? ",\"restart_required\":true"
+                                        : ",\"restart_required\":false");
+    if (with_tools) {
+        raw(&w, ",\"tools\":[");
+        for (size_t i = 0; i < h->nregistry && w.rc == AUR_OK; i++) {
+            if (i)
+                raw(&w, ",");
+            tool_put(&w, h->registry[i], true);
+        }
+        raw(&w, "]");
+    }
+    raw(&w, "}");
+    return finish(&w, out, len);
+}
+
+/* The tree is the text parsed back: one writer for both forms.  Nesting
+ * is bounded by the parser's own budget for a message plus the status
+ * document's three levels above a schema. */
 struct json_object *aur_mcp_status_jsonc(struct aur_mcp *h, int with_tools)
 {
-    struct json_object *o = json_object_new_object();
-    struct json_object *apps = json_object_new_array();
+    struct json_object *o = NULL;
+    struct aur_error err;
+    char *text;
+    size_t n;
 
-    json_object_object_add(o, "platform_enabled",
-                           json_object_new_boolean(h->cfg->mcp_enabled));
-    json_object_object_add(o, "restart_required",
-                           json_object_new_boolean(aur_mcp_restart_required(h)));
-    if (with_tools) {
-        struct json_object *tools = json_object_new_array();
-        for (size_t i = 0; i < h->nregistry; i++)
-            json_object_array_add(tools, tool_json(h->registry[i]));
-        json_object_object_add(o, "tools", tools);
-    }
-    for (size_t i = 0; i < h->napps; i++)
-        json_object_array_add(apps, app_json(h, &h->apps[i]));
-    json_object_object_add(o, "apps", apps);
+    if (aur__status_text(h, with_tools, &text, &n, &err) != AUR_OK)
+        return NULL;
+    if (aur__json_parse_mem(text, n, AUR__JSON_MAX_DEPTH + 8, 0, &o, NULL,
+                            &err) != AUR_OK)
+        o = NULL;
+    free(text);
     return o;
 }
 

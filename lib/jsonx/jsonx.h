@@ -70,6 +70,17 @@ int aur__json_integer_text(struct json_object *v, char *buf, size_t size);
 int aur__json_canonical(struct json_object *v, char **out, size_t *len,
                         struct aur_error *err);
 
+/* The same text appended to o (the caller's buffer, unchanged but for
+ * what was appended before a failure): a document written piece by
+ * piece from trees that are only read, never copied or printed into
+ * (json-c's own printer caches its text in the object, a write).
+ * aur__json_quoted_put appends s[0..n) as a JSON string. */
+struct aur__buf;
+int aur__json_canonical_put(struct aur__buf *o, struct json_object *v,
+                            struct aur_error *err);
+int aur__json_quoted_put(struct aur__buf *o, const char *s, size_t n,
+                         struct aur_error *err);
+
 /* Compact json-c text (no slash escaping) into a malloc'd string. */
 char *aur__json_compact(struct json_object *v);
 

@@ -196,6 +196,18 @@ static int emit(struct aur__buf *o, struct json_object *v, int depth,
     return aur_fail(err, AUR_E_INVAL, 0, "unknown json-c type");
 }
 
+int aur__json_canonical_put(struct aur__buf *o, struct json_object *v,
+                            struct aur_error *err)
+{
+    return emit(o, v, 0, err);
+}
+
+int aur__json_quoted_put(struct aur__buf *o, const char *s, size_t n,
+                         struct aur_error *err)
+{
+    return put_quoted(o, s, n, err);
+}
+
 int aur__json_canonical(struct json_object *v, char **out, size_t *len,
                         struct aur_error *err)
 {

@@ -110,22 +110,85 @@ START_TEST(bad_arguments_fail_unsent)
 }
 END_TEST
 
-START_TEST(status_is_the_tree_as_text)
+/* Every object of v has its keys in strictly increasing byte order (as
+ * they were written: json-c keeps a parsed object's key order). */
+static void assert_sorted(struct json_object *v)
 {
-    struct aur_mcp *h = host_with(NULL, false);
-    struct json_object *o, *tree, *apps;
+    const char *prev = NULL;
+    size_t n;
+
+    if (json_object_is_type(v, json_type_array)) {
+        n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++)
+            assert_sorted(json_object_array_get_idx(v, i));
+        return;
+    }
+    if (!json_object_is_type(v, json_type_object))
+        return;
+    json_object_object_foreach(v, k, val) {
+        ck_assert_msg(!prev || strcmp(prev, k) < 0, "key %s after %s", k,
+                      prev);
+        prev = k;
+        assert_sorted(val);
+    }
+}
+
+static struct json_object *member(struct json_object *o, const char *k)
+{
+    struct json_object *v = NULL;
+    ck_assert_msg(json_object_object_get_ex(o, k, &v), "no %s", k);
+    return v;
+}
+
+/* The status text is written straight from the frozen registry (no
+ * tree of its own): it must be canonical, say exactly what the registry
+ * holds, and be what the tree form and aur_mcp_tool_json say too. */
+START_TEST(status_text_is_canonical_and_the_registry)
+{
+    struct aur_mcp *h = host_with("3", false);
+    struct json_object *o, *tree, *apps, *tools, *e, *one;
     char *json = NULL;
-    size_t n = 0;
+    const char *tj;
+    size_t n = 0, tn;
 
     ck_assert_int_eq(aur_mcp_status(h, 1, &json, &n, NULL), AUR_OK);
     ck_assert_uint_eq(n, strlen(json));
     o = parse_text(json, n);
+    assert_sorted(o);
+    ck_assert_str_eq(json_object_to_json_string_ext(
+                         o, JSON_C_TO_STRING_PLAIN |
+                                JSON_C_TO_STRING_NOSLASHESCAPE),
+                     json);
     tree = aur_mcp_status_jsonc(h, 1);
-    ck_assert_msg(json_object_equal(o, tree), "text %s differs from %s",
-                  json, json_object_to_json_string(tree));
-    ck_assert(json_object_object_get_ex(o, "apps", &apps));
+    ck_assert(json_object_equal(o, tree));
+    apps = member(o, "apps");
     ck_assert_str_eq(h_str(json_object_array_get_idx(apps, 0), "package"),
                      PKG);
+    tools = member(o, "tools");
+    ck_assert_uint_eq(json_object_array_length(tools), aur_mcp_tool_count(h));
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 3);
+    for (size_t i = 0; i < aur_mcp_tool_count(h); i++) {
+        const struct aur_tool_info *t = aur_mcp_tool_at(h, i);
+        e = json_object_array_get_idx(tools, i);
+        ck_assert_str_eq(h_str(e, "id"), t->id);
+        ck_assert_str_eq(h_str(e, "app"), PKG);
+        ck_assert_str_eq(h_str(e, "raw_name"), t->raw_name);
+        ck_assert_str_eq(h_str(e, "description"), t->description);
+        ck_assert(json_object_get_boolean(member(e, "callable")));
+        ck_assert(json_object_equal(member(e, "input_schema"),
+                                    t->input_schema));
+        ck_assert(json_object_equal(member(e, "observe"),
+                                    member(t->scopes, "observe")));
+        ck_assert(json_object_equal(member(e, "publish"),
+                                    member(t->scopes, "publish")));
+        /* The tool's own text is the same entry without "callable". */
+        tj = aur_mcp_tool_json(h, i, &tn);
+        one = parse_text(tj, tn);
+        assert_sorted(one);
+        json_object_object_del(e, "callable");
+        ck_assert_msg(json_object_equal(one, e), "%s", tj);
+        json_object_put(one);
+    }
     json_object_put(o);
     json_object_put(tree);
     aur_free(json);
@@ -524,7 +587,7 @@ static Suite *suite(void)
     tcase_add_test(t, call_takes_text_with_its_length);
     tcase_add_loop_test(t, bad_arguments_fail_unsent, 0,
                         (int)(sizeof bad_args / sizeof bad_args[0]));
-    tcase_add_test(t, status_is_the_tree_as_text);
+    tcase_add_test(t, status_text_is_canonical_and_the_registry);
     tcase_add_test(t, tool_json_once_for_all_threads);
     tcase_add_test(t, text_builtins);
     tcase_add_test(t, checks_and_plugin_info_as_text);

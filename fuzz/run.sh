@@ -62,7 +62,8 @@ sources() {
         echo "$ROOT/fuzz/fuzz_config.c $ROOT/fuzz/fuzz_transports*.c" \
             "$c/config/*.c $c/names/*.c $c/aurx/*.c" \
             "$p/transport-stdio/stdio_config.c" \
-            "$p/transport-http/http_config.c $p/transport-http/http_url.c" ;;
+            "$p/transport-http/http_config.c $p/transport-http/http_keys.c" \
+            "$p/transport-http/http_url.c" ;;
     fuzz_rpc_frames)
         echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c" \
             "$c/aurx/utf8.c $c/aurx/mono.c $c/aurx/grow.c" \

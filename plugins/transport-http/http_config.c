@@ -1,6 +1,6 @@
 /*
  * http_config.c - the [http] section of an App file, as this transport
- * owns it (ABI 1.4): its keys, the check of its values when the host is
+ * owns it (ABI 1.4; its keys are in http_front.c): the check of its values when the host is
  * created, and the checks `aurora-mcp doctor` runs without starting it.
  *
  * Rules (docs/transports.md): url is https, written strictly
@@ -26,15 +26,6 @@
 #include <unistd.h>
 
 #define CONNECT_MS 3000 /* per address tried by preflight */
-
-const char *const http_words[] = {"streamable_http", NULL};
-
-const struct aur_cfg_key http_keys[] = {
-    {"url", 1, 0},
-    {"auth_env", 0, 0},
-    {"ca_file", 0, 0},
-    {NULL, 0, 0},
-};
 
 int http_check(void *state, const struct aur_cfg *ep, int active,
                struct aur_error *err)

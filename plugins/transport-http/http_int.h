@@ -30,6 +30,8 @@
 
 #include <curl/curl.h>
 
+#include "http_front.h"
+
 #include "grow.h"
 
 /* ---- http_sse.c ----------------------------------------------------- */
@@ -99,9 +101,7 @@ char *http_header_value(const char *v, size_t len);
  * else why not (a fixed text that never quotes the url). */
 const char *http_url_problem(const char *url);
 
-/* The [http] section of an App file (http_config.c, ABI 1.4). */
-extern const char *const http_words[];
-extern const struct aur_cfg_key http_keys[];
+/* The checks of an App's [http] section (http_config.c, ABI 1.4). */
 int http_check(void *state, const struct aur_cfg *ep, int active,
                struct aur_error *err);
 void http_preflight(void *state, const struct aur_cfg *ep,
@@ -113,16 +113,6 @@ void http_preflight(void *state, const struct aur_cfg *ep,
 bool http_visible_ascii(const char *s);
 
 /* ---- plugin and jobs ------------------------------------------------ */
-
-/* Settings from [transport-http]; read-only after init. */
-struct http_state {
-    const struct aur_host *host;
-    struct aur_self *self;
-    size_t max_body;    /* max_body_bytes: one JSON body, one request */
-    size_t max_event;   /* max_event_bytes: one SSE event */
-    int max_workers;    /* max_concurrent: request/notification POSTs */
-    size_t max_queued;  /* max_queued: POSTs waiting for a worker */
-};
 
 enum http_kind {
     J_REQUEST, /* a POST carrying a request: expects its response */

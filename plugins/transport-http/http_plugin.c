@@ -1,6 +1,8 @@
 /*
- * http_plugin.c - transport-http: MCP Streamable HTTP over libcurl
- * (docs/protocol.md, Framing; the [http] keys: docs/transports.md).
+ * http_plugin.c - transport-http's backend: MCP Streamable HTTP over
+ * libcurl (docs/protocol.md, Framing; the [http] keys:
+ * docs/transports.md).  Built into transport-http-libcurl.so, which the
+ * front (http_front.c) loads on first use.
  *
  * ---- What reaches the sink for a request (the core relies on it) -----
  *
@@ -49,7 +51,8 @@
  * anything else (not offered: AUR_DECLINE), so the first tools/list is
  * only sent once a change can reach us.
  *
- * ---- Settings ([transport-http] in host.ini, all optional) -----------
+ * ---- Settings ([transport-http] in host.ini, all optional; read by the
+ * front, http_front.c) -----------------------------------------------
  *   max_body_bytes   16777216 (1024 .. 1073741824): one request or JSON
  *                    response body
  *   max_event_bytes  16777216 (1024 .. 1073741824): one SSE line/event
@@ -76,7 +79,6 @@
 #define _GNU_SOURCE
 #include "http_int.h"
 
-#include "cfg_range.h"
 #include "env_rule.h"
 #include "mono.h"
 
@@ -91,66 +93,6 @@
 #define SERIAL (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 #define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define MAX_PEM (16u << 20)
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-/* No curl_global_cleanup: the host may unload us while another library in
- * the process still uses curl. */
-static void curl_init_once(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-/* ------------------------------------------------------------------ */
-/* init / fini                                                        */
-/* ------------------------------------------------------------------ */
-
-/* This plugin's host.ini section, in its errors. */
-static const char SEC[] = "transport-http";
-
-static int http_init(const struct aur_host *host, struct aur_self *self,
-                     const struct aur_cfg *cfg, void **state,
-                     struct aur_error *err)
-{
-    struct http_state *st;
-    int64_t body, event, workers, queued;
-    int rc;
-
-    if (!AUR_HAS(host, json_parse) || !AUR_HAS(host, cfg_fail) ||
-        !AUR_HAS(host, cfg_path) || !host->log || !host->now_ms || !host->cfg_int || !host->cfg_str)
-        return aur_fail(err, AUR_E_PLUGIN, 0,
-                        "transport-http needs a host of ABI 1.4 "
-                        "(json_parse, cfg_fail)");
-    if ((rc = aur__cfg_range(host, cfg, SEC, "max_body_bytes", 16777216,
-                             1024, 1073741824, &body, err)) != AUR_OK ||
-        (rc = aur__cfg_range(host, cfg, SEC, "max_event_bytes", 16777216,
-                             1024, 1073741824, &event, err)) != AUR_OK ||
-        (rc = aur__cfg_range(host, cfg, SEC, "max_concurrent", 8, 1, 64,
-                             &workers, err)) != AUR_OK ||
-        (rc = aur__cfg_range(host, cfg, SEC, "max_queued", 1024, 1, 65536,
-                             &queued, err)) != AUR_OK)
-        return rc;
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK)
-        return aur_fail(err, AUR_E_PLUGIN, 0, "curl_global_init failed");
-    st = calloc(1, sizeof *st);
-    if (!st)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    st->host = host;
-    st->self = self;
-    st->max_body = (size_t)body;
-    st->max_event = (size_t)event;
-    st->max_workers = (int)workers;
-    st->max_queued = (size_t)queued;
-    *state = st;
-    return AUR_OK;
-}
-
-static void http_fini(void *state)
-{
-    free(state);
-}
 
 /* ------------------------------------------------------------------ */
 /* open / close                                                       */
@@ -564,15 +506,10 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
     }
 }
 
-/* [transport-http] in host.ini (see the top of this file). */
-static const struct aur_cfg_key http_settings[] = {
-    {"max_body_bytes", 0, 0},
-    {"max_event_bytes", 0, 0},
-    {"max_concurrent", 0, 0},
-    {"max_queued", 0, 0},
-    {NULL, 0, 0},
-};
-
+/* The operations the front forwards to.  curl_global_init runs here,
+ * once, on the first use of any HTTP App (no curl_global_cleanup: the
+ * host may unload the front while another library in the process still
+ * uses curl, and this module is never unloaded). */
 static const struct aur_transport_ops OPS = {
     .struct_size = sizeof(struct aur_transport_ops),
     .caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_SESSION,
@@ -582,29 +519,11 @@ static const struct aur_transport_ops OPS = {
     .set_protocol = http_set_protocol,
     .cancel = http_cancel,
     .listen = http_listen,
-    .words = http_words,
-    .section = "http",
-    .keys = http_keys,
     .check = http_check,
     .preflight = http_preflight,
 };
 
-static const struct aur_plugin_desc DESC = {
-    /* 1.4: the host checks [http] through http_check and hands
-     * config_dir for ca_file. */
-    AUR_DESC_HEADER_MIN(AUR_KIND_TRANSPORT, 4),
-    .name = "transport-http",
-    .version = "1.0.0",
-    .summary = "MCP Streamable HTTP over libcurl (https only)",
-    .init = http_init,
-    .settings = http_settings,
-    .fini = http_fini,
-    .ops = &OPS,
-};
-
-AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi)
+AUR_EXPORT const struct aur_transport_ops *aur_http_backend_entry(void)
 {
-    if (AUR_ABI_MAJOR_OF(host_abi) != AUR_ABI_MAJOR)
-        return NULL;
-    return &DESC;
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? &OPS : NULL;
 }

@@ -24,6 +24,7 @@ set(AUR_FUZZ_TRANSPORT_RULES ${CMAKE_SOURCE_DIR}/fuzz/fuzz_transports.c
     ${CMAKE_SOURCE_DIR}/fuzz/fuzz_transports_http.c
     ${CMAKE_SOURCE_DIR}/plugins/transport-stdio/stdio_config.c
     ${CMAKE_SOURCE_DIR}/plugins/transport-http/http_config.c
+    ${CMAKE_SOURCE_DIR}/plugins/transport-http/http_keys.c
     ${CMAKE_SOURCE_DIR}/plugins/transport-http/http_url.c)
 set(AUR_FUZZ_TRANSPORT_INC ${CMAKE_SOURCE_DIR}/plugins/transport-stdio
     ${CMAKE_SOURCE_DIR}/plugins/transport-http ${CMAKE_SOURCE_DIR}/lib/aurx)

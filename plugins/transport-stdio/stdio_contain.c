@@ -80,6 +80,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/sched.h> /* struct clone_args, CLONE_INTO_CGROUP */
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SHIM_SANITIZED 1
 #elif defined(__has_feature)
@@ -462,7 +464,8 @@ static _Noreturn void finish(const struct shim *s)
 /* The App, between the shim's fork and exec                          */
 /* ------------------------------------------------------------------ */
 
-static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim)
+static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim,
+                               bool in_cgroup)
 {
     sigset_t none;
 
@@ -473,8 +476,9 @@ static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim)
         _exit(127);
     if (setpgid(0, 0) != 0)
         goto fail;
-    /* Into the App's cgroup before it can fork anything. */
-    if (a->cg_procs >= 0 && write(FD_CGPROCS, "0", 1) != 1 &&
+    /* Into the App's cgroup before it can fork anything, unless it was
+     * born there (fork_app). */
+    if (!in_cgroup && a->cg_procs >= 0 && write(FD_CGPROCS, "0", 1) != 1 &&
         a->cg_required)
         goto fail;
     close_from(FD_LIFE); /* keeps 0..2 and FD_STATUS, closed by exec */
@@ -486,6 +490,52 @@ static _Noreturn void app_main(const struct stdio_shim_args *a, pid_t shim)
 fail:
     put_errno(FD_STATUS, errno);
     _exit(127);
+}
+
+/*
+ * The App's process, born in its cgroup when the kernel can do that
+ * (clone3 with CLONE_INTO_CGROUP, Linux 5.7): *in_cgroup then says so.
+ * Moving a running process in by writing cgroup.procs takes the
+ * kernel's cgroup_threadgroup_rwsem for writing, which waits for an RCU
+ * grace period: 15 ms of every App's start on this machine, more than
+ * all the rest of connecting (docs/benchmarks.md).  A child born in the
+ * cgroup never migrates.  Without clone3 (ENOSYS, or a kernel that
+ * refuses the flag) the App joins by writing, as before.  The raw
+ * clone3 child runs on the shim's stack like a fork's, and makes only
+ * system calls until it execs (app_main).  Sanitizer runtimes keep
+ * per-process state in their fork interceptor: there, a plain fork.
+ */
+static pid_t fork_app(const struct shim *s, bool *in_cgroup)
+{
+    *in_cgroup = false;
+#if !defined(SHIM_SANITIZED) && defined(SYS_clone3) &&                      \
+    defined(CLONE_INTO_CGROUP)
+    if (s->cgroup) {
+        int dir = openat(FD_CGDIR, s->cg_name,
+                         O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir >= 0) {
+            struct clone_args ca;
+            long pid;
+            memset(&ca, 0, sizeof ca);
+            ca.flags = CLONE_INTO_CGROUP;
+            ca.exit_signal = SIGCHLD;
+            ca.cgroup = (uint64_t)dir;
+            pid = syscall(SYS_clone3, &ca, sizeof ca);
+            if (pid == 0) {
+                *in_cgroup = true;
+                return 0;
+            }
+            close(dir);
+            if (pid > 0) {
+                *in_cgroup = true;
+                return (pid_t)pid;
+            }
+        }
+    }
+#else
+    (void)s;
+#endif
+    return stdio_fork();
 }
 
 /* ------------------------------------------------------------------ */
@@ -531,6 +581,7 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
     struct shim s;
     sigset_t all, sigs;
     int err_fd = a->fd_status, sfd, e;
+    bool in_cgroup;
 
     vg_quiet();
     /* The host may have handlers and ignores SIGPIPE: everything back to
@@ -586,11 +637,11 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
     s.life = a->fd_life >= 0;
     memcpy(s.cg_name, a->cg_name, sizeof s.cg_name);
     s.cg_name[sizeof s.cg_name - 1] = '\0';
-    s.app = stdio_fork();
+    s.app = fork_app(&s, &in_cgroup);
     if (s.app < 0)
         goto fail;
     if (s.app == 0)
-        app_main(a, s.self);
+        app_main(a, s.self, in_cgroup);
     s.app_alive = true;
     /* Both sides set the group, so a signal to it can never miss. */
     setpgid(s.app, s.app);

@@ -91,6 +91,15 @@ sed -e "s|^plugin_dir = .*|plugin_dir = $T/plug2|" \
 out=$("$BIN" check -c "$T/a" 2>/dev/null); expect_eq $? 2 "two transports, one word"
 expect_has "$out" 'transports transport-stdio and fx-word-thief both take transport = stdio' "two transports, one word: named"
 cp "$T/host.ini.keep" "$T/a/host.ini"
+# The plugin without its supervisor program (only the .so installed):
+# config still checks, and an App's start fails naming what is missing.
+mkdir -p "$T/plug3"
+cp "$PLUG/transport-stdio.so" "$T/plug3/"
+sed -e "s|^plugin_dir = .*|plugin_dir = $T/plug3|" "$T/host.ini.keep" >"$T/a/host.ini"
+"$BIN" check -c "$T/a" >/dev/null 2>&1; expect_eq $? 0 "no supervisor: check passes"
+out=$("$BIN" discover -c "$T/a" 2>/dev/null); expect_eq $? 1 "no supervisor: discover fails"
+expect_has "$out" "the supervisor program $T/plug3/aur-contain is missing" "no supervisor: named"
+cp "$T/host.ini.keep" "$T/a/host.ini"
 
 # --- discover -----------------------------------------------------------
 out=$("$BIN" discover -c "$T/a" 2>/dev/null); expect_eq $? 0 "discover"

@@ -37,6 +37,9 @@ built=$(cd "$BUILD/plugins" && ls -- *.so 2>/dev/null | sort | tr '\n' ' ')
 inst=$(cd "$PLUGDIR" 2>/dev/null && ls -- *.so 2>/dev/null | sort | tr '\n' ' ')
 expect_eq "$inst" "$built" "installed plugins"
 expect_has "$inst" "transport-stdio.so" "transport-stdio installed"
+# The programs plugins start (transport-stdio's supervisor) sit beside them.
+if [ -x "$PLUGDIR/aur-contain" ]; then ok
+else bad "not installed: $PLUGDIR/aur-contain (transport-stdio's supervisor)"; fi
 soname=$(readelf -d "$P/$LIB" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 expect_has "$soname" "libaurora-mcp.so." "soname"
 if [ -e "$LIBDIR/$soname" ] && [ -e "$LIBDIR/libaurora-mcp.so" ]; then ok

@@ -6,7 +6,7 @@
  * that daemonises (double fork, setsid) or runs under a wrapper (sh -c,
  * npx, uv) used to leave processes behind.  The host is a library, so it
  * may not become a child subreaper or touch signal dispositions itself.
- * Instead the spawner thread forks one small supervisor per App (the
+ * Instead the spawner thread starts one small supervisor per App (the
  * "shim", this file), which then forks and execs the App:
  *
  *   host (spawner thread)
@@ -37,26 +37,20 @@
  * only after its parent was checked again, so a recycled pid is never
  * hit).  A process with SIGKILL pending cannot fork, so this converges.
  *
- * The shim is a fork of a multi-threaded process that never execs, so it
- * may only make async-signal-safe calls, for its whole life: system
- * calls, plain loops over its own stack, and the string functions POSIX
- * lists as safe.  No malloc, no stdio, no locks, not even a sanitizer
- * runtime's (prctl is called as a bare system call, see
- * stdio_shim_prctl); _Fork() rather than fork() so no atfork handler of
- * the embedding program runs in it.  It renames itself ("aur-contain
- * <package>" in ps) before forking the App, and after that gives back the
- * host's memory it would otherwise pin (stdio_shim_mem.c).  It is not
- * dumpable, so the App (same uid) cannot ptrace it or read what is left
- * of the host's memory through /proc.  Under sanitizers and valgrind,
- * whose runtimes own anonymous mappings, nothing is unmapped; under
- * valgrind the shim also turns off its own leak check and error reports
- * (they would be the host's, and would replace the App's exit status).
+ * The shim is its own small program (stdio_supervisor.c reads its
+ * arguments), started by the spawner thread with posix_spawn, so it
+ * holds nothing of the host: no memory, no descriptors but its own.  It
+ * renames itself ("aur-contain <package>" in ps) and is not dumpable, so
+ * the App (same uid) cannot ptrace it.  It keeps to system calls and
+ * plain loops after its arguments are read: it has no use for more.
+ * Under valgrind the shim turns off its own leak check and error
+ * reports (they would replace the App's exit status).
  *
  * The cgroup (stdio_cgroup.c, host side): "aurora-mcp-<hostpid>-<seq>"
  * under the host's own cgroup v2 directory, when the host may create one
  * there (root, or a delegated subtree such as a systemd unit with
  * Delegate=yes).  No controller is enabled, so it only groups; the App
- * joins it itself between fork and exec, before it can fork.
+ * is born in it (fork_app).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -124,14 +118,6 @@ enum {
 /* ------------------------------------------------------------------ */
 /* Small async-signal-safe helpers                                    */
 /* ------------------------------------------------------------------ */
-
-int64_t stdio_mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_from(int lo)
 {
@@ -429,15 +415,6 @@ static void vg_loud(void)
 #endif
 }
 
-static bool under_valgrind(void)
-{
-#ifdef SHIM_VALGRIND
-    return RUNNING_ON_VALGRIND != 0;
-#else
-    return false;
-#endif
-}
-
 /* Exit as the App did: its exit code, or death by its signal. */
 static _Noreturn void finish(const struct shim *s)
 {
@@ -503,7 +480,8 @@ fail:
  * refuses the flag) the App joins by writing, as before.  The raw
  * clone3 child runs on the shim's stack like a fork's, and makes only
  * system calls until it execs (app_main).  Sanitizer runtimes keep
- * per-process state in their fork interceptor: there, a plain fork.
+ * per-process state in their fork interceptor: there, a plain fork
+ * (which also keeps the writing path under test).
  */
 static pid_t fork_app(const struct shim *s, bool *in_cgroup)
 {
@@ -535,21 +513,12 @@ static pid_t fork_app(const struct shim *s, bool *in_cgroup)
 #else
     (void)s;
 #endif
-    return stdio_fork();
+    return fork();
 }
 
 /* ------------------------------------------------------------------ */
 /* The shim                                                           */
 /* ------------------------------------------------------------------ */
-
-pid_t stdio_fork(void)
-{
-#ifdef SHIM_SANITIZED
-    return fork();
-#else
-    return _Fork();
-#endif
-}
 
 /* Move the shim's descriptors to their slots and close every other one.
  * *err_fd follows the status pipe.  0 or an errno. */
@@ -577,20 +546,27 @@ static int place_fds(const int *src, int *err_fd)
 
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
 {
-    struct sigaction dfl;
     struct shim s;
     sigset_t all, sigs;
     int err_fd = a->fd_status, sfd, e;
     bool in_cgroup;
 
     vg_quiet();
-    /* The host may have handlers and ignores SIGPIPE: everything back to
-     * its default (inherited by the App), everything blocked here. */
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
+    /* Every disposition back to its default (inherited by the App),
+     * everything blocked here.  posix_spawn leaves glibc's two internal
+     * signals (32 and 33) ignored, and glibc's sigaction refuses to touch
+     * them: the kernel's own call does, as any other runtime's App
+     * expects them at their default. */
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct {
+            void *handler;
+            unsigned long flags;
+            void *restorer;
+            unsigned long mask;
+        } k = {SIG_DFL, 0, NULL, 0};
         if (sig != SIGKILL && sig != SIGSTOP)
-            sigaction(sig, &dfl, NULL);
+            syscall(SYS_rt_sigaction, sig, &k, NULL, sizeof k.mask);
+    }
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
     if (stdio_shim_prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
@@ -624,13 +600,6 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
             goto fail;
         }
     }
-    {
-        /* Named before the App runs, so whoever sees the App sees it. */
-        char title[sizeof a->title];
-        memcpy(title, a->title, sizeof title);
-        title[sizeof title - 1] = '\0';
-        stdio_shim_title(title, a->page);
-    }
     memset(&s, 0, sizeof s);
     s.self = getpid();
     s.cgroup = a->cg_kill >= 0 && a->cg_events >= 0 && a->cg_dir >= 0;
@@ -648,10 +617,6 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
     for (int fd = 0; fd <= FD_STATUS; fd++)
         close(fd);
     close(FD_CGPROCS);
-
-    /* From here on, a's pointers (the host's heap) are off limits. */
-    if (a->drop_memory && !under_valgrind())
-        stdio_shim_drop_memory(a);
 
     for (;;) {
         struct pollfd p[2] = {{.fd = FD_SIG, .events = POLLIN},

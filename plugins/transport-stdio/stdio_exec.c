@@ -1,44 +1,43 @@
 /*
  * stdio_exec.c - the spawner thread: every App is started from here.
  *
- * Each App runs under a supervisor of its own (stdio_contain.c), forked
- * here, which forks and execs the App.  The supervisor asks for a
- * parent-death signal, and the kernel sends that signal when the
- * *thread* that forked it exits, not the process; Apps are opened from
- * short-lived startup threads, so every fork happens on one spawner
- * thread that lives as long as the plugin.  posix_spawn cannot run the
- * supervisor, hence fork (_Fork, see stdio_fork).
+ * Each App runs under a supervisor of its own (stdio_contain.c), the
+ * program "aur-contain" beside this plugin, which forks and execs the
+ * App.  It is started with posix_spawn, which shares the host's memory
+ * until the exec instead of copying its page tables (a fork of a large
+ * multi-threaded host made every start slower than the one before).
+ * The supervisor asks for a parent-death signal, and the kernel sends
+ * that signal when the *thread* that started it exits, not the process;
+ * Apps are opened from short-lived startup threads, so every spawn
+ * happens on one spawner thread that lives as long as the plugin.
  *
  * The PATH lookup, the environment and the App's cgroup are prepared
- * here, in the parent; the child only makes system calls.  A failure
- * before exec (of the supervisor's setup or the App's) comes back as an
+ * here, in the parent, and handed over as the supervisor's descriptors
+ * and one frame on its lifeline (stdio_int.h).  A failure before the
+ * App's exec (of the supervisor's setup or the App's) comes back as an
  * errno over a close-on-exec pipe, so a failed start never looks like a
  * started App.
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
+#include "grow.h"
+#include "nosigpipe.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <link.h>
+#include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define EXEC_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||   \
-    __has_feature(memory_sanitizer)
-#define EXEC_SANITIZED 1
-#endif
-#endif
 
 /* A child that neither execs nor fails by the App's deadline (a chdir
  * into a hung mount) is killed and reported; at least this long, so a
@@ -61,7 +60,8 @@ struct stdio_spawner {
     enum stdio_contain_mode mode;
     int cg_base;      /* our own cgroup directory, -1: none */
     unsigned cg_seq;  /* names of the Apps' cgroups */
-    bool drop_memory; /* supervisors give back the host's memory */
+    char *supervisor; /* the supervisor program's path (NULL: unknown) */
+    bool supervisor_ok; /* ... and it is there, executable */
 };
 
 /* ------------------------------------------------------------------ */
@@ -125,42 +125,6 @@ static int resolve(const char *command, char **out)
 }
 
 /* ------------------------------------------------------------------ */
-/* What the supervisor keeps of the host's memory (parent side)       */
-/* ------------------------------------------------------------------ */
-
-static int add_bss(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct stdio_shim_args *a = arg;
-    unsigned long page = a->page;
-
-    (void)size;
-    for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W) ||
-            ph->p_memsz <= ph->p_filesz)
-            continue;
-        if (a->nbss == STDIO_MAX_BSS) {
-            a->nbss = STDIO_MAX_BSS + 1; /* too many: not known */
-            return 1;
-        }
-        unsigned long lo = info->dlpi_addr + ph->p_vaddr + ph->p_filesz;
-        unsigned long hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-        a->bss[a->nbss][0] = lo & ~(page - 1);
-        a->bss[a->nbss][1] = (hi + page - 1) & ~(page - 1);
-        a->nbss++;
-    }
-    return 0;
-}
-
-/* Read here, not in the supervisor: dl_iterate_phdr takes the loader's
- * lock, which another host thread may hold at the fork. */
-static void bss_ranges(struct stdio_shim_args *a)
-{
-    a->nbss = 0;
-    dl_iterate_phdr(add_bss, a);
-}
-
-/* ------------------------------------------------------------------ */
 /* The spawner thread                                                 */
 /* ------------------------------------------------------------------ */
 
@@ -201,15 +165,97 @@ static int make_cgroup(struct stdio_spawner *sp, struct stdio_shim_args *a)
     return 0;
 }
 
+/* The frame the supervisor reads from its lifeline (stdio_int.h). */
+static int frame(const struct stdio_exec_job *j,
+                 const struct stdio_shim_args *a, struct aur__buf *b)
+{
+    char n[24];
+    size_t argc = 0, envc = 0;
+    uint32_t len = 0;
+    int e = 0;
+
+    while (j->argv[argc])
+        argc++;
+    while (j->envp[envc])
+        envc++;
+#define PUT(s) (e = e ? e : aur__buf_put(b, (s), strlen(s) + 1, STDIO_FRAME_MAX))
+    e = aur__buf_put(b, &len, sizeof len, STDIO_FRAME_MAX);
+    PUT(j->path);
+    PUT(j->cwd ? j->cwd : "");
+    PUT(a->cg_name);
+    PUT(a->cg_required ? "1" : "0");
+    snprintf(n, sizeof n, "%zu", argc);
+    PUT(n);
+    for (size_t i = 0; i < argc; i++)
+        PUT(j->argv[i]);
+    snprintf(n, sizeof n, "%zu", envc);
+    PUT(n);
+    for (size_t i = 0; i < envc; i++)
+        PUT(j->envp[i]);
+#undef PUT
+    if (e == 0) {
+        len = (uint32_t)(b->n - sizeof len);
+        memcpy(b->p, &len, sizeof len);
+    }
+    return e == EFBIG ? E2BIG : e;
+}
+
+/* Start the supervisor with posix_spawn: only its own descriptors lose
+ * close-on-exec, in the child (a dup2 onto itself); every signal starts
+ * blocked and at its default.  0 or an errno. */
+static int spawn_supervisor(struct stdio_spawner *sp,
+                            const struct stdio_shim_args *a, const char *title,
+                            pid_t *pid)
+{
+    const int fds[] = {a->fd_in,     a->fd_out,   a->fd_err,
+                       a->fd_status, a->fd_life,  a->cg_procs,
+                       a->cg_kill,   a->cg_events, a->cg_dir};
+    char num[11][16], t[sizeof a->title];
+    char *argv[13], *envp[] = {NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t all;
+    int e;
+
+    snprintf(t, sizeof t, "%s", title ? title : "");
+    argv[0] = (char *)STDIO_SUPERVISOR;
+    argv[1] = t;
+    snprintf(num[0], sizeof num[0], "%ld", (long)a->host);
+    argv[2] = num[0];
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        snprintf(num[i + 1], sizeof num[i + 1], "%d", fds[i]);
+        argv[i + 3] = num[i + 1];
+    }
+    argv[12] = NULL;
+    if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+        return e;
+    if ((e = posix_spawnattr_init(&at)) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return e;
+    }
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0] && e == 0; i++)
+        if (fds[i] >= 0)
+            e = posix_spawn_file_actions_adddup2(&fa, fds[i], fds[i]);
+    sigfillset(&all);
+    if (e == 0)
+        e = posix_spawnattr_setsigmask(&at, &all);
+    if (e == 0)
+        e = posix_spawnattr_setsigdefault(&at, &all);
+    if (e == 0)
+        e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+                                              POSIX_SPAWN_SETSIGDEF);
+    if (e == 0)
+        e = posix_spawn(pid, sp->supervisor, &fa, &at, argv, envp);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return e;
+}
+
 /* Start the supervisor and wait until the App execs or fails.  0 or an
  * errno. */
 static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
 {
     struct stdio_shim_args a = {
-        .path = j->path,
-        .argv = j->argv,
-        .envp = j->envp,
-        .cwd = j->cwd,
         .fd_in = j->fd_in,
         .fd_out = j->fd_out,
         .fd_err = j->fd_err,
@@ -218,18 +264,16 @@ static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
         .cg_events = -1,
         .cg_dir = -1,
         .cg_required = sp->mode == STDIO_CONTAIN_CGROUP,
-        .drop_memory = sp->drop_memory,
-        .page = (unsigned long)sysconf(_SC_PAGESIZE),
         .host = getpid(),
     };
     int st[2] = {-1, -1}, life[2] = {-1, -1}, e = 0;
+    struct aur__buf fr = {0};
     struct pollfd pf;
-    pid_t pid;
+    pid_t pid = -1;
     ssize_t n;
 
-    snprintf(a.title, sizeof a.title, "%s", j->title ? j->title : "");
-    if (a.drop_memory)
-        bss_ranges(&a);
+    if (!sp->supervisor_ok)
+        return ELIBACC;
     if (pipe2(st, O_CLOEXEC) != 0 || pipe2(life, O_CLOEXEC) != 0) {
         e = errno;
         goto out;
@@ -237,19 +281,32 @@ static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
     a.fd_status = st[1];
     a.fd_life = life[0];
     e = make_cgroup(sp, &a);
-    if (e != 0)
-        goto out;
-    pid = stdio_fork();
-    if (pid < 0) {
-        e = errno;
+    if (e == 0)
+        e = frame(j, &a, &fr);
+    if (e == 0)
+        e = spawn_supervisor(sp, &a, j->title, &pid);
+    if (e != 0) {
+        pid = -1;
         goto out;
     }
-    if (pid == 0)
-        stdio_shim_main(&a);
     close_fd(&st[1]);
     close_fd(&life[0]);
     close_fd(&a.cg_procs);
     close_fd(&a.cg_events);
+    /* The supervisor reads the frame first: a write that fails (it died)
+     * is reported by the status pipe below. */
+    for (size_t off = 0; off < fr.n;) {
+        struct aur__nosigpipe ns;
+        ssize_t w;
+        aur__nosigpipe_begin(&ns);
+        w = write(life[1], fr.p + off, fr.n - off);
+        aur__nosigpipe_end(&ns, w < 0 && errno == EPIPE);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
     pf.fd = st[0];
     pf.events = POLLIN;
     int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
@@ -287,6 +344,7 @@ static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
     a.cg_dir = a.cg_kill = -1;
     memcpy(j->ct.cg_name, a.cg_name, sizeof j->ct.cg_name);
 out:
+    free(fr.p);
     close_fd(&st[0]);
     close_fd(&st[1]);
     close_fd(&life[0]);
@@ -327,18 +385,27 @@ static void *spawner_main(void *arg)
     return NULL;
 }
 
-/* Whether supervisors may unmap the host's memory: not under sanitizers
- * or valgrind, whose runtimes own anonymous mappings (valgrind preloads
- * its core into every process it runs; the supervisor checks again with
- * RUNNING_ON_VALGRIND when valgrind.h was there at build time). */
-static bool may_drop_memory(void)
+/* "aur-contain" in the directory this plugin was loaded from, or NULL
+ * (then every start fails with ELIBACC, naming the path it looked at). */
+static char *supervisor_path(void)
 {
-#ifdef EXEC_SANITIZED
-    return false;
-#else
-    const char *pre = getenv("LD_PRELOAD");
-    return !pre || !strstr(pre, "vgpreload");
-#endif
+    Dl_info self;
+    const char *slash;
+    char *p;
+
+    if (!dladdr((void *)supervisor_path, &self) || !self.dli_fname ||
+        !(slash = strrchr(self.dli_fname, '/')))
+        return NULL;
+    if (asprintf(&p, "%.*s/%s", (int)(slash - self.dli_fname),
+                 self.dli_fname, STDIO_SUPERVISOR) < 0)
+        return NULL;
+    return p;
+}
+
+const char *stdio_spawner_supervisor(const struct stdio_spawner *sp)
+{
+    return sp->supervisor ? sp->supervisor : "(" STDIO_SUPERVISOR
+                                             " beside transport-stdio.so)";
 }
 
 int stdio_spawner_create(struct stdio_spawner **out,
@@ -367,7 +434,8 @@ int stdio_spawner_create(struct stdio_spawner **out,
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     sp->mode = mode;
     sp->cg_base = -1;
-    sp->drop_memory = may_drop_memory();
+    sp->supervisor = supervisor_path();
+    sp->supervisor_ok = sp->supervisor && access(sp->supervisor, X_OK) == 0;
     if (mode != STDIO_CONTAIN_PROCESS)
         sp->cg_base = stdio_cgroup_base(&why);
     if (mode == STDIO_CONTAIN_CGROUP && sp->cg_base >= 0) {
@@ -392,6 +460,7 @@ int stdio_spawner_create(struct stdio_spawner **out,
         }
     }
     if (mode == STDIO_CONTAIN_CGROUP && sp->cg_base < 0) {
+        free(sp->supervisor);
         free(sp);
         return aur_fail(err, AUR_E_CONFIG, 0,
                         "[transport-stdio] containment = cgroup, but %s",
@@ -418,6 +487,7 @@ void stdio_spawner_destroy(struct stdio_spawner *sp)
     pthread_cond_destroy(&sp->cv);
     pthread_mutex_destroy(&sp->mu);
     close_fd(&sp->cg_base);
+    free(sp->supervisor);
     free(sp);
 }
 

@@ -4,8 +4,9 @@
  * These files share these types:
  *   stdio_plugin.c  descriptor, init/fini, config, open/send/close/reopen
  *   stdio_spawn.c   child environment, spawn, termination and reaping
- *   stdio_exec.c    the spawner thread: PATH lookup, fork, start report
- *   stdio_contain.c the per-App supervisor ("shim"), a forked process
+ *   stdio_exec.c    the spawner thread: PATH lookup, spawn, start report
+ *   stdio_contain.c the per-App supervisor ("shim"), its own program
+ *                   (stdio_supervisor.c reads its arguments)
  *   stdio_cgroup.c  the host's side of it: the App's cgroup, the stop
  *                   signals
  *   stdio_io.c      the per-child I/O thread (framing, stderr, exit
@@ -209,17 +210,28 @@ void stdio_spawner_destroy(struct stdio_spawner *sp);
  * PR_SET_PDEATHSIG(SIGKILL) tied to its supervisor, a new process group,
  * default signal dispositions, only fds 0..2 open and, when available,
  * its own cgroup.  Any thread; serialised.  0 (j->pid and j->ct set) or
- * the errno of the step that failed. */
+ * the errno of the step that failed (ELIBACC: no supervisor program). */
 int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
                       struct stdio_exec_job *j);
+/* The supervisor program's path, for the error of a start that failed
+ * with ELIBACC (it is missing or not executable). */
+const char *stdio_spawner_supervisor(const struct stdio_spawner *sp);
 
-/* ---- stdio_contain.c ----------------------------------------------- */
+/* ---- stdio_contain.c, stdio_supervisor.c: the supervisor ----------- */
 
-/* What the supervisor needs, prepared by the spawner thread.  Every
- * pointer is the parent's memory, read by the forked supervisor before it
- * drops that memory. */
-#define STDIO_MAX_BSS 128
+/* The supervisor is its own program, "aur-contain" beside the plugin
+ * (STDIO_SUPERVISOR), started with posix_spawn.  Its command line:
+ *   aur-contain TITLE HOSTPID IN OUT ERR STATUS LIFE CGPROCS CGKILL
+ *               CGEVENTS CGDIR
+ * (descriptor numbers, -1 for none).  Everything else, which may be
+ * secret (the App's environment), comes over LIFE as one frame the host
+ * writes right after the spawn: a 4-byte length in host byte order, then
+ * NUL-ended fields: path, cwd ("" = the host's), cgroup name,
+ * cg_required ("0"/"1"), argc, argv[0..argc), envc, envp[0..envc). */
+#define STDIO_SUPERVISOR "aur-contain"
+#define STDIO_FRAME_MAX ((size_t)16 << 20)
 
+/* What the supervisor works from. */
 struct stdio_shim_args {
     const char *path;           /* resolved command */
     char *const *argv, *const *envp;
@@ -229,45 +241,24 @@ struct stdio_shim_args {
     int fd_life;                /* read end of the host's lifeline */
     int cg_procs, cg_kill, cg_events, cg_dir; /* -1: no cgroup */
     bool cg_required;           /* a cgroup join failure fails the start */
-    bool drop_memory;           /* release the host's memory (see there) */
-    unsigned long page;         /* sysconf(_SC_PAGESIZE), read by the host */
-    pid_t host;                 /* the process that forked us */
+    pid_t host;                 /* the process that started us */
     char title[64];             /* "aur-contain <package>" */
     char cg_name[64];
-    /* The zero-filled tails (.bss) of every loaded object's writable
-     * segments, page-aligned, read by the host with dl_iterate_phdr: the
-     * anonymous memory the supervisor keeps besides its stack.  nbss >
-     * STDIO_MAX_BSS: not known, keep whatever directly follows a file
-     * mapping (a merged neighbour may then stay pinned). */
-    unsigned long bss[STDIO_MAX_BSS][2];
-    size_t nbss;
 };
 
-/* The supervisor: the child of fork() on the spawner thread.  Only
- * async-signal-safe calls.  Never returns. */
+/* The supervisor's life after its arguments are read.  Never returns. */
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
 
-/* fork() for the spawner: _Fork() (no atfork handlers, which would run
- * the embedding program's code in a process that never execs) except
- * under sanitizers, whose runtimes need their fork interceptor. */
-pid_t stdio_fork(void);
+/* prctl as the bare system call (stdio_supervisor.c). */
+int stdio_shim_prctl(int option, unsigned long arg);
 
-/* ---- stdio_proc.c: /proc for the supervisor (async-signal-safe) ---- */
+/* ---- stdio_proc.c: /proc and the clock for the supervisor ---------- */
 
 /* A number at *p in base 10 or 16, *p advanced past it; false if none.
  * /proc/<pid>/stat (pid 0: our own) after "(comm) " in buf, NULL if the
  * process is gone. */
 bool stdio_parse_num(const char **p, int base, unsigned long *out);
 const char *stdio_read_stat(long pid, char *buf, size_t size);
-
-/* ---- stdio_shim_mem.c: the supervisor's name and memory ------------- */
-
-/* prctl as the bare system call (no sanitizer interceptor, see there). */
-int stdio_shim_prctl(int option, unsigned long arg);
-/* Name it "aur-contain", its command line "aur-contain <title>". */
-void stdio_shim_title(const char *title, unsigned long page);
-/* Give back the host's memory (a->bss kept). */
-void stdio_shim_drop_memory(const struct stdio_shim_args *a);
 
 /* Monotonic milliseconds (async-signal-safe: clock_gettime only). */
 int64_t stdio_mono_ms(void);

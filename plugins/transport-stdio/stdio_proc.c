@@ -1,7 +1,7 @@
 /*
- * stdio_proc.c - reading /proc from the supervisor (stdio_contain.c,
- * stdio_shim_mem.c): a fork of a multi-threaded process, so system calls
- * and loops over the caller's buffers only, no stdio, no malloc.
+ * stdio_proc.c - reading /proc and the clock, for the supervisor
+ * (stdio_contain.c: system calls and loops over the caller's buffers
+ * only) and the clock for the host side (stdio_cgroup.c).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Decimal digits of v into buf (no NUL); returns the length. */
@@ -76,4 +77,12 @@ const char *stdio_read_stat(long pid, char *buf, size_t size)
     buf[got] = '\0';
     rp = strrchr(buf, ')');
     return rp && rp[1] == ' ' ? rp + 2 : NULL;
+}
+
+int64_t stdio_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -312,9 +312,16 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     close_fd(&ep[1]);
     if (rc != 0) {
         /* Name the command only: arguments and env may carry secrets. */
-        code = aur_fail(err, AUR_E_SPAWN, rc, "%s: cannot start '%s': %s",
-                        c->package, c->command,
-                        strerror_r(rc, eb, sizeof eb));
+        if (rc == ELIBACC)
+            code = aur_fail(err, AUR_E_SPAWN, rc,
+                            "%s: cannot start '%s': the supervisor program "
+                            "%s is missing or not executable (reinstall "
+                            "transport-stdio)", c->package, c->command,
+                            stdio_spawner_supervisor(c->st->spawner));
+        else
+            code = aur_fail(err, AUR_E_SPAWN, rc,
+                            "%s: cannot start '%s': %s", c->package,
+                            c->command, strerror_r(rc, eb, sizeof eb));
         goto fail;
     }
     c->st->host->log(c->st->self, AUR_LOG_DEBUG,

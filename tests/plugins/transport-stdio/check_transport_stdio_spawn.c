@@ -30,7 +30,7 @@
 
 Suite *stdio_spawn_suite(void);
 
-/* As stdio_contain.c decides: sanitized supervisors keep their memory. */
+/* Sanitizer runtimes map shadow memory of their own in the supervisor. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TEST_SANITIZED 1
 #elif defined(__has_feature)
@@ -412,8 +412,8 @@ static long rss_anon_kb(long pid)
 /* The host's child is the App's supervisor: its own group, named,
  * holding none of the host's descriptors or memory.  Loop 1 puts the
  * host's memory directly after a file mapping, where the kernel would
- * merge it with a .bss: only the real .bss may stay (the supervisor used
- * to keep all that followed a file, pinning the 64 MiB). */
+ * merge it with a .bss (a forked supervisor once kept all that followed
+ * a file, pinning the 64 MiB; the exec'd one holds nothing of ours). */
 START_TEST(test_supervisor_shape)
 {
     char path[64], buf[256];
@@ -480,8 +480,7 @@ START_TEST(test_supervisor_shape)
     ck_assert_int_ge(rss_anon, 0);
 #ifndef TEST_SANITIZED
     if (!getenv("LD_PRELOAD") || !strstr(getenv("LD_PRELOAD"), "vgpreload")) {
-        /* It gives the copy back right after forking the App, which may
-         * say hello first: wait (bounded) for it. */
+        /* Bounded wait: a supervisor that copied us would show it. */
         int64_t until = t_now() + 10000;
         while ((rss_anon = rss_anon_kb(sup)) >= 16 * 1024 &&
                t_now() < until)

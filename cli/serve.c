@@ -67,8 +67,9 @@ enum { EV_STDIN = 1, EV_PASS, EV_STOP };
  * call (up to MAX_QUEUED) and keeps reading, so the other ops are still
  * answered while every worker is busy.
  *
- * The pool has WORKERS + 1 threads (the reader's role needs one more than
- * the calls), so the limit is not the thread count: running counts the
+ * The pool grows to WORKERS + 1 threads as calls need them (the reader's
+ * role needs one more than the calls), so the limit is not the thread
+ * count: running counts the
  * calls in aur_mcp_call_jsonc, and a thread starts a call (its own or a queued
  * one) only while running < WORKERS.  After the end of input the reader
  * is a worker like the others, and without that count it ran a queued
@@ -88,6 +89,10 @@ struct server {
     size_t idle;
     size_t running; /* calls in aur_mcp_call_jsonc, at most WORKERS */
     size_t live;    /* worker threads that have not returned */
+    /* The pool grows as calls arrive (grow), to WORKERS + 1: threads that
+     * are never needed cost memory (a stack each) for nothing. */
+    pthread_t th[WORKERS + 1];
+    size_t nth; /* (mu) threads made */
     bool leading;   /* a thread holds the reader role (in lead) */
     bool ended; /* EOF, shutdown, a signal or a read error */
     bool signalled;
@@ -422,6 +427,22 @@ static void end_requests(struct server *s, bool signalled)
     wake_all();
 }
 
+static void *worker(void *arg);
+
+/* One more worker (mu held): it parks in the epoll set, where the token
+ * the reader releases next wakes it (or an older idle thread).  false
+ * when there is no room or no thread could be made (the call then waits
+ * in the queue for a running one). */
+static bool grow(struct server *s)
+{
+    if (s->nth == WORKERS + 1 ||
+        pthread_create(&s->th[s->nth], NULL, worker, s) != 0)
+        return false;
+    s->nth++;
+    s->live++;
+    return true;
+}
+
 /* With the token (mu held, leading set): read and answer until a call can
  * run on this thread (returned, token released, counted in running) or
  * the input ends (NULL). */
@@ -447,7 +468,7 @@ static struct job *lead(struct server *s)
             s->leading = false;
             return NULL;
         }
-        if (s->idle > 0 && s->running < WORKERS) {
+        if (s->running < WORKERS && (s->idle > 0 || grow(s))) {
             release_token(s);
             s->leading = false;
             s->running++;
@@ -652,9 +673,8 @@ static int setup_epoll(struct server *s)
 int cli_serve(const char *dir)
 {
     struct server s;
-    pthread_t th[WORKERS + 1];
     struct sigaction sa;
-    int rc, nth = 0;
+    int rc;
 
     memset(&s, 0, sizeof s);
     s.ep = s.pass_fd = s.done_fd = -1;
@@ -705,18 +725,16 @@ int cli_serve(const char *dir)
         cli_print_json(ready);
         json_object_put(ready);
     }
-    /* WORKERS calls at once, plus the reader. */
-    s.live = WORKERS + 1;
-    for (; nth < WORKERS + 1; nth++)
-        if (pthread_create(&th[nth], NULL, worker, &s) != 0)
-            break;
+    /* The reader and one more; calls add threads as they need them, to
+     * WORKERS calls at once plus the reader. */
     pthread_mutex_lock(&s.mu);
-    s.live -= (size_t)(WORKERS + 1 - nth);
+    while (s.nth < 2 && grow(&s))
+        ;
     if (s.live == 0)
         poke(s.done_fd);
     /* A reader alone would queue calls nobody runs: give up as on a read
      * error. */
-    bool starved = nth < 2;
+    bool starved = s.nth < 2;
     if (starved) {
         fprintf(stderr, "aurora-mcp serve: cannot start worker threads\n");
         end_requests(&s, false);
@@ -736,8 +754,13 @@ int cli_serve(const char *dir)
         pthread_cond_wait(&s.end_cv, &s.mu);
     pthread_mutex_unlock(&s.mu);
     drain(&s, signalled);
-    for (int i = 0; i < nth; i++)
-        pthread_join(th[i], NULL);
+    /* Every worker has returned (drain waited for live == 0), so none
+     * can grow the pool any more. */
+    pthread_mutex_lock(&s.mu);
+    size_t made = s.nth;
+    pthread_mutex_unlock(&s.mu);
+    for (size_t i = 0; i < made; i++)
+        pthread_join(s.th[i], NULL);
     aur_mcp_shutdown(s.h);
     aur_mcp_destroy(s.h);
     free(s.buf);

@@ -101,6 +101,31 @@ out=$("$BIN" discover -c "$T/a" 2>/dev/null); expect_eq $? 1 "no supervisor: dis
 expect_has "$out" "the supervisor program $T/plug3/aur-contain is missing" "no supervisor: named"
 cp "$T/host.ini.keep" "$T/a/host.ini"
 
+# transport-http loads libcurl only for an HTTP App: the default plugin
+# set with stdio Apps alone never maps it (the dynamic loader names every
+# object it loads).
+mkcfg "$T/lazy"
+addapp "$T/lazy" a.ini org.test.lazy 5 --tools 1
+sed -i 's/^plugins = transport-stdio$/plugins = transport-stdio transport-http ext-tool-contract ext-world-events/' "$T/lazy/host.ini"
+LD_DEBUG=files "$BIN" discover -c "$T/lazy" >"$T/lazy.out" 2>"$T/lazy.ld"
+expect_eq $? 0 "default plugins, stdio App: discover"
+expect_eq "$(grep -c 'file=.*libcurl' "$T/lazy.ld")" 0 "no HTTP App: libcurl not loaded"
+expect_has "$(grep 'file=' "$T/lazy.ld")" "transport-http.so" "transport-http itself loaded"
+printf '[app]\npackage = org.test.web\nenabled = false\ntransport = streamable_http\ntimeout_seconds = 5\n[http]\nurl = https://127.0.0.1:9/mcp\n' >"$T/lazy/apps.d/web.ini"
+LD_DEBUG=files "$BIN" check -c "$T/lazy" >"$T/lazy.out" 2>"$T/lazy.ld"
+expect_eq $? 0 "an HTTP App: check"
+expect_has "$(cat "$T/lazy.ld")" "transport-http-libcurl.so" "an HTTP App: the backend loaded"
+# ... and without the backend file, that App's config fails naming it,
+# while a host without HTTP Apps is untouched.
+mkdir -p "$T/plug4"
+cp "$PLUG/transport-stdio.so" "$PLUG/aur-contain" "$PLUG/transport-http.so" "$T/plug4/"
+sed -i -e "s|^plugin_dir = .*|plugin_dir = $T/plug4|" \
+    -e 's/^plugins = .*/plugins = transport-stdio transport-http/' "$T/lazy/host.ini"
+out=$("$BIN" check -c "$T/lazy" 2>/dev/null); expect_eq $? 2 "no backend: check fails"
+expect_has "$out" "cannot load $T/plug4/transport-http-libcurl.so" "no backend: named"
+rm "$T/lazy/apps.d/web.ini"
+"$BIN" discover -c "$T/lazy" >/dev/null 2>&1; expect_eq $? 0 "no backend, no HTTP App: discover"
+
 # --- discover -----------------------------------------------------------
 out=$("$BIN" discover -c "$T/a" 2>/dev/null); expect_eq $? 0 "discover"
 expect_has "$out" '"negotiated_version":"2026-07-28"' "discover version"

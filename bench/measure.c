@@ -5,13 +5,16 @@
  * semantics).  Avoids a dependency on GNU time and gives millisecond
  * resolution.
  *
- * Usage: measure OUT.json CMD [ARG]...
- * The command's stdout/stderr are inherited; OUT.json gets one line:
+ * Usage: measure [-q] OUT.json CMD [ARG]...
+ * The command's stdout/stderr are inherited (-q: stdout goes to
+ * /dev/null, for a command whose output is not a result line, such as
+ * `aurora-mcp discover`); OUT.json gets one line:
  *   {"wall_ms":..,"cpu_ms":..,"tree_rss_kib":..,"status":..}
  * Exit status: the command's (128+signal when killed).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -43,9 +46,13 @@ int main(int argc, char **argv)
     int status, code;
     pid_t pid, w;
     FILE *f;
+    int quiet = argc > 1 && argv[1][0] == '-' && argv[1][1] == 'q' &&
+                argv[1][2] == '\0';
 
+    argv += quiet;
+    argc -= quiet;
     if (argc < 3) {
-        fprintf(stderr, "usage: measure OUT.json CMD [ARG]...\n");
+        fprintf(stderr, "usage: measure [-q] OUT.json CMD [ARG]...\n");
         return 2;
     }
     t0 = now_ms();
@@ -55,6 +62,9 @@ int main(int argc, char **argv)
         return 1;
     }
     if (pid == 0) {
+        int null = quiet ? open("/dev/null", O_WRONLY) : -1;
+        if (null >= 0)
+            dup2(null, STDOUT_FILENO);
         execvp(argv[2], argv + 2);
         perror("measure: exec");
         _exit(127);

@@ -45,7 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_APPS 64
+#define MAX_APPS 1024
 #define IDLE_MS 30000 /* no byte for this long = the run failed */
 
 #define ENV "{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"," \
@@ -438,11 +438,14 @@ static void reap_all(void)
     for (int i = 0; i < n_apps; i++)
         close(conns[i].in);
     for (int i = 0; i < n_apps; i++) {
-        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        /* Short naps: the floor's whole-process time is compared with
+         * aurora-mcp's, so its own exit must not wait longer than the
+         * server takes. */
+        struct timespec ts = { 0, 100 * 1000 };
         int st;
 
         /* EOF on stdin is the shutdown signal; 5 s, then SIGKILL. */
-        for (int tries = 0; tries < 500; tries++) {
+        for (int tries = 0; tries < 50000; tries++) {
             if (waitpid(conns[i].pid, &st, WNOHANG) != 0)
                 goto next;
             nanosleep(&ts, NULL);
@@ -481,6 +484,14 @@ int main(int argc, char **argv)
         (serve_mode && relay_mode))
         goto usage;
     signal(SIGPIPE, SIG_IGN);
+    {
+        /* A thousand Apps hold two descriptors each. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
     if (relay_mode) {
         spawn(&conns[0], argv + optind);
         startup();

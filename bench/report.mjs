@@ -6,12 +6,16 @@
 import { readFileSync } from 'node:fs';
 
 const [file, runs, cpus] = process.argv.slice(2);
-const rows = readFileSync(file, 'utf8').split('\n').filter(Boolean)
+const all = readFileSync(file, 'utf8').split('\n').filter(Boolean)
     .map((l) => JSON.parse(l));
+// A growth size the host could not hold is kept as a failure to report.
+const rows = all.filter((r) => !r.failed);
+const failedRuns = all.filter((r) => r.failed);
 
 const CLIENT = {
     capi: 'aurora C API (bench_host)',
     serve: 'aurora `serve` (JSON lines)',
+    cli: 'aurora CLI `discover`, installed, default plugins',
     raw: 'raw floor (no JSON parsing)',
     relay: 'relay floor for serve (raw_floor -r)',
     sdk: 'TS SDK v2 client 2.4.0',
@@ -22,6 +26,10 @@ const SERVER = { fixture: 'C fixture', sdk2: 'TS SDK v2',
 const SCEN = (s) => {
     if (s === 'discover-1000') return 'startup + discovery, 1 App x 1000 tools (pages of 50)';
     if (s === 'start-20x100') return '20 Apps x 100 tools started together (RSS = holding them)';
+    if (s === 'fixed-10') return 'fixed cost: connect + list 10 tools, 1 App';
+    if (s === 'growth-100x100') return 'growth: 100 Apps x 100 tools';
+    let g = /^growth-(\d+)$/.exec(s);
+    if (g) return `growth: ${g[1]} instant App(s) x 10 tools`;
     let d = /^slowstart-(\d+)x100$/.exec(s);
     if (d) return `${d[1]} App(s) x 100 tools, each server idles 200 ms before it reads`;
     let m = /^seq-(\d+)$/.exec(s);
@@ -40,10 +48,14 @@ const median = (xs) => {
     return v.length % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 };
 const isCalls = (s) => /^(seq|conc|events)-/.test(s);
-const wall = (r) => isCalls(r.scen) ? r.call_ms : r.start_ms;
+// The CLI prints no timing of its own: its wall is the whole process, and
+// so is the raw floor's wherever the two are compared (proc).
+const wall = (r) => r.client === 'cli' ? r.measure.wall_ms
+    : isCalls(r.scen) ? r.call_ms : r.start_ms;
 const rss = (r) => r.client === 'serve' || r.client === 'relay'
     ? r.child_rss_kib
-    : r.client === 'bench_events' ? r.measure.tree_rss_kib : r.rss_kib;
+    : r.client === 'bench_events' || r.client === 'cli'
+        ? r.measure.tree_rss_kib : r.rss_kib;
 
 const groups = new Map();
 for (const r of rows) {
@@ -63,6 +75,8 @@ for (const [k, g] of groups) {
         proc: median(g.map((r) => r.measure.wall_ms)),
         rss: median(g.map(rss)),
         min: Math.min(...g.map(wall)), max: Math.max(...g.map(wall)),
+        procMin: Math.min(...g.map((r) => r.measure.wall_ms)),
+        treeRss: median(g.map((r) => r.measure.tree_rss_kib)),
     });
     const s = stat.get(k);
     s.wallMin = s.min;
@@ -159,6 +173,109 @@ if (h('capi')) {
     lines.push(`| 20 Apps x 100 tools, peak RSS | SDK client / serve | ` +
                `${r2(h('sdk'), h('serve'), 'rss')} |`);
 }
+// ---- Issue #20's targets, each a ratio in this run -------------------
+const T = [];
+const fmt = (x, d = 2) => Number.isFinite(x) ? x.toFixed(d) : '-';
+const target = (what, figure, limit, ok) =>
+    T.push(`| ${what} | ${figure} | ${limit} | ` +
+           `${ok === undefined ? '-' : ok ? 'met' : '**not met**'} |`);
+const q = (a, b) => a && b && b > 0 ? a / b : NaN;
+{
+    const c = get('discover-1000', 'cli'), r = get('discover-1000', 'raw');
+    const a = get('discover-1000', 'capi');
+    let x = q(c?.proc, r?.proc);
+    target('startup + discover, 1 App x 1000 tools: CLI / raw floor (whole process)',
+           `${fmt(c?.proc, 1)} / ${fmt(r?.proc, 1)} ms = ${fmt(x)}x`, '≤ 2.5x', x <= 2.5);
+    x = q(a?.wall, r?.wall);
+    target('... C API / raw floor (start phase)',
+           `${fmt(a?.wall, 1)} / ${fmt(r?.wall, 1)} ms = ${fmt(x)}x`, '≤ 1.5x', x <= 1.5);
+    const c20 = get('start-20x100', 'cli'), r20 = get('start-20x100', 'raw');
+    x = q(c20?.proc, r20?.proc);
+    target('20 Apps x 100 tools: CLI / raw floor (whole process)',
+           `${fmt(c20?.proc, 1)} / ${fmt(r20?.proc, 1)} ms = ${fmt(x)}x`, '≤ 2.5x', x <= 2.5);
+    const cf = get('fixed-10', 'cli'), rf = get('fixed-10', 'raw');
+    x = q(cf?.proc, rf?.proc);
+    target('fixed cost (connect + list 10 tools): CLI / raw floor (whole process)',
+           `${fmt(cf?.proc, 1)} / ${fmt(rf?.proc, 1)} ms = ${fmt(x)}x`, '≤ 2x', x <= 2);
+    const af = get('fixed-10', 'capi');
+    x = q(af?.wall, rf?.wall);
+    target('... C API / raw floor (start phase)',
+           `${fmt(af?.wall, 1)} / ${fmt(rf?.wall, 1)} ms = ${fmt(x)}x`, '(≤ 2x)', x <= 2);
+    const h = get('start-20x100', 'capi'), k = get('start-20x100', 'sdk');
+    x = q(h?.rss, r20?.rss);
+    target('peak RSS holding 20 Apps x 100 tools: C API / raw floor',
+           `${fmt(h?.rss, 0)} / ${fmt(r20?.rss, 0)} KiB = ${fmt(x)}x`, '≤ 2.5x', x <= 2.5);
+    x = q(c20?.rss, r20?.rss);
+    target('... CLI (whole tree peak) / raw floor',
+           `${fmt(c20?.rss, 0)} / ${fmt(r20?.rss, 0)} KiB = ${fmt(x)}x`, '(≤ 2.5x)', x <= 2.5);
+    x = q(k?.rss, h?.rss);
+    target('... TS SDK v2 client / C API',
+           `${fmt(k?.rss, 0)} / ${fmt(h?.rss, 0)} KiB = ${fmt(x, 1)}x`, '≥ 10x', x >= 10);
+    const sv = [...stat.values()].find((v) => /^seq-/.test(v.scen) &&
+                                            v.client === 'serve' && v.server === 'fixture');
+    const rl = sv && get(sv.scen, 'relay');
+    x = q(sv?.perOp, rl?.perOp);
+    target('`serve` per call, sequential: serve / relay floor',
+           `${fmt(sv?.perOp, 1)} / ${fmt(rl?.perOp, 1)} µs = ${fmt(x)}x`, '≤ 1.1x', x <= 1.1);
+    for (const v of stat.values()) {
+        const m = /^conc-(\d+)x(\d+)$/.exec(v.scen);
+        if (!m || v.client !== 'serve' || v.server !== 'fixture') continue;
+        const y = get(v.scen, 'relay');
+        x = q(v.perOp, y?.perOp);
+        target(`\`serve\` per call, ${m[2]} in flight: serve / relay floor`,
+               `${fmt(v.perOp, 1)} / ${fmt(y?.perOp, 1)} µs = ${fmt(x)}x`, '≤ 1.3x', x <= 1.3);
+    }
+    for (const c2 of ['capi', 'serve']) {
+        const one = get('slowstart-1x100', c2), many = get('slowstart-20x100', c2);
+        x = q(many?.wall, one?.wall);
+        target(`20 slow-starting Apps / 1, ${CLIENT[c2]}`,
+               `${fmt(many?.wall, 1)} / ${fmt(one?.wall, 1)} ms = ${fmt(x)}x`, '≤ 1.2x', x <= 1.2);
+    }
+    const ev = [...stat.values()].find((v) => /^events-/.test(v.scen));
+    if (ev) {
+        const n = +ev.scen.slice(7), rate = n / (ev.wall / 1000);
+        target('world events committed idempotently (SQLite journal)',
+               `${fmt(rate, 0)} / s`, '≥ 200 000 / s', rate >= 200000);
+    }
+    const hc = [...stat.values()].find((v) => /^seq-/.test(v.scen) &&
+                                               v.server === 'sdk2h' && v.client === 'capi');
+    const hr = hc && get(hc.scen, 'rawh', 'sdk2h');
+    target('HTTPS keep-alive, one call: C API / raw C HTTPS client',
+           hr ? `${fmt(hc.perOp, 0)} / ${fmt(hr.perOp, 0)} µs = ${fmt(q(hc.perOp, hr.perOp))}x`
+              : 'not measured (no raw HTTPS floor yet)', '≤ 1.3x',
+           hr ? q(hc.perOp, hr.perOp) <= 1.3 : undefined);
+}
+if (T.length) {
+    out.push('', '## Targets (issue #20), from this run', '',
+             '| target | figure | limit | |', '|---|---|---|---|', ...T);
+}
+
+// ---- Growth: time and memory against the number of Apps -------------
+const G = [...stat.values()].filter((v) => /^growth-\d+$/.test(v.scen))
+    .map((v) => +v.scen.slice(7)).filter((n, i, a) => a.indexOf(n) === i)
+    .sort((a, b) => a - b);
+if (G.length || failedRuns.length) {
+    out.push('', '## Growth (instant Apps of 10 tools; whole process)', '',
+             '| Apps | CLI wall ms | per App | CLI peak RSS KiB | per App | ' +
+             'raw wall ms | raw peak KiB | CLI / raw wall |',
+             '|---:|---:|---:|---:|---:|---:|---:|---:|');
+    const ns = [...new Set([...G, ...failedRuns.filter((r) => /^growth-\d+$/.test(r.scen))
+        .map((r) => +r.scen.slice(7))])].sort((a, b) => a - b);
+    for (const n of ns) {
+        const c = get(`growth-${n}`, 'cli'), r = get(`growth-${n}`, 'raw');
+        const cf = failedRuns.some((f) => f.scen === `growth-${n}` && f.client === 'cli');
+        out.push(`| ${n} | ${c ? fmt(c.proc, 1) : cf ? 'failed' : '-'} | ` +
+                 `${c ? fmt(c.proc / n, 2) : '-'} | ${c ? fmt(c.treeRss, 0) : '-'} | ` +
+                 `${c ? fmt(c.treeRss / n, 0) : '-'} | ${r ? fmt(r.proc, 1) : '-'} | ` +
+                 `${r ? fmt(r.treeRss, 0) : '-'} | ${c && r ? fmt(q(c.proc, r.proc)) + 'x' : '-'} |`);
+    }
+    const c = get('growth-100x100', 'cli'), r = get('growth-100x100', 'raw');
+    if (c || r)
+        out.push('', `100 Apps x 100 tools: CLI ${fmt(c?.proc, 0)} ms and ` +
+                 `${fmt((c?.treeRss ?? NaN) / 1024, 1)} MiB peak (target: under ` +
+                 `1 s and 64 MiB); raw floor ${fmt(r?.proc, 0)} ms.`);
+}
+
 if (lines.length) {
     out.push('', '## Ratios (same run; > 1 means the first is slower / ' +
              'bigger, except throughput where > 1 means the first is faster)',

@@ -5,47 +5,52 @@
 #
 # Usage: bench/run.sh [--runs R] [--calls N] [--events E] [--build DIR]
 #                     [--no-build] [--no-sdk-server] [--no-https]
-#                     [--only REGEX] [--cpus LIST]
-# Defaults: 5 runs, 5000 calls, 100000 events, build dir build-bench.
+#                     [--no-growth] [--only REGEX] [--cpus LIST]
+# Defaults: 5 runs, 5000 calls, 100000 events, build dir build-bench-rel.
+# It builds Release and installs it into DIR/prefix, as a user would; the
+# CLI rows run that installed aurora-mcp with the default plugin set
+# (both transports, both extensions) and a journal.
 # --cpus runs every case under taskset -c LIST (e.g. --cpus 0: one CPU, so
 # every wake-up is a same-CPU switch and per-call numbers are CPU cost,
 # not the latency of waking an idle virtual CPU).
 # Nothing here asserts a timing; the exit status only says whether every
-# case ran.
+# case ran (a growth size that fails is reported, not fatal).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-runs=5 calls=5000 events=100000 build="$root/build-bench"
-do_build=1 sdk_server=1 https=1 only=. cpus=
+runs=5 calls=5000 events=100000 build="$root/build-bench-rel"
+do_build=1 sdk_server=1 https=1 growth=1 only=. cpus=
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift 2 ;;
     --calls) calls=$2; shift 2 ;;
     --events) events=$2; shift 2 ;;
-    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --build) mkdir -p "$2"; build=$(cd "$2" && pwd); shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-sdk-server) sdk_server=0; shift ;;
     --no-https) https=0; shift ;;
+    --no-growth) growth=0; shift ;;
     --only) only=$2; shift 2 ;;
     --cpus) cpus=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 
+prefix="$build/prefix"
 if [ "$do_build" = 1 ]; then
+    # As a user builds: Release, no -Werror, installed with cmake --install.
     [ -f "$build/CMakeCache.txt" ] ||
-        cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-              -DAUR_WERROR=ON >&2
-    cmake --build "$build" -j2 --target aurora-mcp-cli aur-fixture-server \
-        transport-stdio transport-http bench_host bench_raw_floor \
-        bench_measure bench_events >&2
+        cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+              -DCMAKE_INSTALL_PREFIX="$prefix" >&2
+    cmake --build "$build" -j2 >&2
+    cmake --install "$build" >&2
 fi
-bin="$build/bin" bb="$build/bench"
-for f in "$bin/aurora-mcp" "$bin/aur-fixture-server" "$bb/bench_host" \
+bin="$build/bin" bb="$build/bench" cli="$prefix/bin/aurora-mcp"
+for f in "$cli" "$bin/aur-fixture-server" "$bb/bench_host" \
          "$bb/bench_raw_floor" "$bb/bench_measure" "$bb/bench_events"; do
     [ -x "$f" ] || { log "missing $f (build it, or drop --no-build)"; exit 1; }
 done
@@ -72,15 +77,17 @@ log "scratch and raw results in $work"
 fixture="$bin/aur-fixture-server"
 sdk2="$root/tests/peers/sdk2-server.mjs"
 
-# config DIR APPS COMMAND ARG...: a host with APPS stdio Apps running CMD.
+# config DIR APPS COMMAND ARG...: a host with APPS stdio Apps running CMD,
+# the default plugin set and a journal, no plugin_dir: the installed CLI
+# finds its installed plugins, bench_host (the build tree's library) the
+# build's, as each would for a user.
 config() {
     local dir=$1 apps=$2 i a
     shift 2
     mkdir -p "$dir/apps.d"
     cat > "$dir/host.ini" <<EOF
 [host]
-plugins    = transport-stdio
-plugin_dir = $build/plugins
+plugins    = transport-stdio transport-http ext-tool-contract ext-world-events
 journal    = data/world.sqlite3
 log_level  = warn
 [mcp]
@@ -88,20 +95,22 @@ enabled = true
 EOF
     for ((i = 0; i < apps; i++)); do
         {
-            printf '[app]\npackage = org.bench.a%02d\nenabled = true\n' "$i"
+            printf '[app]\npackage = org.bench.a%04d\nenabled = true\n' "$i"
             printf 'transport = stdio\ntimeout_seconds = 120\n'
             printf '[stdio]\ncommand = %s\nworking_dir = .\n' "$1"
             for a in "${@:2}"; do printf 'arg = %s\n' "$a"; done
-        } > "$dir/apps.d/a$(printf %02d "$i").ini"
+        } > "$dir/apps.d/a$(printf %04d "$i").ini"
     done
 }
 
 f1000=("$fixture" --tools 1000 --page-size 50 --lifetime 600)
 f100=("$fixture" --tools 100 --page-size 50 --lifetime 600)
+f10=("$fixture" --tools 10 --page-size 50 --lifetime 600)
 # Servers that idle 200 ms before they read stdin: parallel startup.
 d100=("${f100[@]}" --start-delay-ms 200)
 s1000=(node "$sdk2" --tools 1000 --page-size 50)
 config "$work/c-f1000" 1 "${f1000[@]}"
+config "$work/c-f10" 1 "${f10[@]}"
 config "$work/c-f20x100" 20 "${f100[@]}"
 config "$work/c-d1x100" 1 "${d100[@]}"
 config "$work/c-d20x100" 20 "${d100[@]}"
@@ -139,20 +148,21 @@ if [ "$https" = 1 ]; then
         url="https://127.0.0.1:$port/mcp"
         d="$work/c-h1000"
         config "$d" 0
-        sed -i 's/^plugins .*/plugins    = transport-stdio transport-http/' \
-            "$d/host.ini"
         cp "$h/ca.pem" "$d/ca.pem"
-        printf '%s\n' '[app]' 'package = org.bench.a00' 'enabled = true' \
+        printf '%s\n' '[app]' 'package = org.bench.a0000' 'enabled = true' \
             'transport = streamable_http' 'timeout_seconds = 120' '[http]' \
-            "url = $url" 'ca_file = ca.pem' > "$d/apps.d/a00.ini"
+            "url = $url" 'ca_file = ca.pem' > "$d/apps.d/a0000.ini"
     fi
 fi
 
-tool=aur.mcp.org.bench.a00.t0000
+tool=aur.mcp.org.bench.a0000.t0000
 sdkc=(node "$here/sdk-client.mjs")
 raw="$bb/bench_raw_floor"
 host="$bb/bench_host"
-serve=("$bin/aurora-mcp" serve -c)
+serve=("$cli" serve -c)
+# The installed CLI's discover, its catalog thrown away (bench_measure -q):
+# the row's wall is the whole process, compared with the raw floor's.
+discover=("$cli" discover -c)
 
 # One case a line: scenario|client|server|command (words, eval'd).
 cases=()
@@ -161,6 +171,10 @@ q() { printf '%q ' "$@"; }
 add discover-1000 capi fixture "$(q "$host" -c "$work/c-f1000")"
 add discover-1000 serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-f1000")"
 add discover-1000 raw fixture "$(q "$raw" -- "${f1000[@]}")"
+add discover-1000 cli fixture "$(q "${discover[@]}" "$work/c-f1000")"
+add fixed-10 capi fixture "$(q "$host" -c "$work/c-f10")"
+add fixed-10 cli fixture "$(q "${discover[@]}" "$work/c-f10")"
+add fixed-10 raw fixture "$(q "$raw" -- "${f10[@]}")"
 add discover-1000 sdk fixture "$(q "${sdkc[@]}" -- "${f1000[@]}")"
 if [ "$sdk_server" = 1 ]; then
     add discover-1000 capi sdk2 "$(q "$host" -c "$work/c-s1000")"
@@ -170,6 +184,7 @@ fi
 add start-20x100 capi fixture "$(q "$host" -c "$work/c-f20x100")"
 add start-20x100 serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-f20x100")"
 add start-20x100 raw fixture "$(q "$raw" -a 20 -- "${f100[@]}")"
+add start-20x100 cli fixture "$(q "${discover[@]}" "$work/c-f20x100")"
 add start-20x100 sdk fixture "$(q "${sdkc[@]}" --apps 20 -- "${f100[@]}")"
 for a in 1 20; do
     add "slowstart-${a}x100" capi fixture "$(q "$host" -c "$work/c-d${a}x100")"
@@ -177,13 +192,14 @@ for a in 1 20; do
     add "slowstart-${a}x100" raw fixture "$(q "$raw" -a $a -- "${d100[@]}")"
     add "slowstart-${a}x100" sdk fixture "$(q "${sdkc[@]}" --apps $a -- "${d100[@]}")"
 done
-for k in 1 32; do
+for k in 1 16 32; do
     s=seq-$calls; [ $k = 1 ] || s=conc-${calls}x$k
     add "$s" capi fixture "$(q "$host" -c "$work/c-f1000" -t $tool -n "$calls" -k $k)"
     add "$s" serve fixture "$(q "$raw" -s -n "$calls" -k $k -t $tool -- "${serve[@]}" "$work/c-f1000")"
     # The floor for serve: the same pipe hop, zero work (raw_floor -r).
     add "$s" relay fixture "$(q "$raw" -s -n "$calls" -k $k -t $tool -- "$raw" -r -- "${f1000[@]}")"
     add "$s" raw fixture "$(q "$raw" -n "$calls" -k $k -- "${f1000[@]}")"
+    [ $k = 16 ] && continue # for serve against its relay floor
     add "$s" sdk fixture "$(q "${sdkc[@]}" --calls "$calls" --inflight $k -- "${f1000[@]}")"
     if [ "$sdk_server" = 1 ] && [ $k = 1 ]; then
         add "$s" capi sdk2 "$(q "$host" -c "$work/c-s1000" -t $tool -n "$calls" -k $k)"
@@ -205,6 +221,18 @@ if [ "$https" = 1 ]; then
     done
 fi
 add "events-$events" bench_events journal "$(q "$bb/bench_events" "$events")"
+# Growth: N instant Apps of 10 tools, the installed CLI's discover against
+# the raw floor starting the same N servers; and 100 Apps x 100 tools.
+if [ "$growth" = 1 ]; then
+    for n in 1 10 100 1000; do
+        config "$work/c-g$n" "$n" "${f10[@]}"
+        add "growth-$n" cli fixture "$(q "${discover[@]}" "$work/c-g$n")"
+        add "growth-$n" raw fixture "$(q "$raw" -a "$n" -- "${f10[@]}")"
+    done
+    config "$work/c-g100x100" 100 "${f100[@]}"
+    add growth-100x100 cli fixture "$(q "${discover[@]}" "$work/c-g100x100")"
+    add growth-100x100 raw fixture "$(q "$raw" -a 100 -- "${f100[@]}")"
+fi
 
 pin=
 if [ -n "$cpus" ]; then
@@ -221,11 +249,17 @@ for ((r = 1; r <= runs; r++)); do
         IFS='|' read -r scen client server cmd <<< "$c"
         [[ "$scen $client $server" =~ $only ]] || continue
         log "run $r/$runs: $scen $client -> $server"
-        out="$work/out" m="$work/measure.json"
-        if ! eval "$pin$(q "$bb/bench_measure" "$m") $cmd" > "$out" \
+        out="$work/out" m="$work/measure.json" quiet=
+        [ "$client" = cli ] && quiet=-q
+        if ! eval "$pin$(q "$bb/bench_measure" $quiet "$m") $cmd" > "$out" \
                 2>> "$work/stderr.log"; then
             log "FAILED: $scen $client -> $server (see $work/stderr.log)"
-            failed=1
+            # A growth size past what the host can hold is a result.
+            case $scen in
+            growth-*) printf '{"scen":"%s","client":"%s","server":"%s","run":%d,"failed":true}\n' \
+                          "$scen" "$client" "$server" "$r" >> "$results" ;;
+            *) failed=1 ;;
+            esac
             continue
         fi
         node -e '
@@ -248,4 +282,8 @@ report="$work/results-latest.md"
 node "$here/report.mjs" "$results" "$runs" "$cpus" > "$report"
 cat "$report"
 log "table written to $report"
+if [ "$growth" = 1 ]; then
+    node "$here/plot.mjs" "$results" > "$work/growth.svg"
+    log "growth plot written to $work/growth.svg"
+fi
 exit $failed

@@ -251,11 +251,33 @@ static int spawn_supervisor(struct stdio_spawner *sp,
     return e;
 }
 
-/* Start the supervisor and wait until the App execs or fails.  0 or an
- * errno. */
-static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
+/* What is left to close of a start that went wrong, or that is done. */
+static void job_close(struct stdio_exec_job *j)
 {
-    struct stdio_shim_args a = {
+    close_fd(&j->st_r);
+    close_fd(&j->life_w);
+    close_fd(&j->a.cg_procs);
+    close_fd(&j->a.cg_events);
+    if (j->a.cg_dir >= 0) {
+        struct stdio_contain ct;
+        stdio_contain_clear(&ct);
+        ct.cg_dir = j->a.cg_dir;
+        ct.cg_kill = j->a.cg_kill;
+        memcpy(ct.cg_name, j->a.cg_name, sizeof ct.cg_name);
+        stdio_contain_release(&ct);
+        j->a.cg_dir = j->a.cg_kill = -1;
+    }
+    close_fd(&j->a.cg_kill);
+}
+
+/* The spawner thread's part: the App's cgroup and the supervisor's
+ * spawn, nothing that waits on the App.  0 (j->pid, j->st_r, j->life_w
+ * and j->a's cgroup set) or an errno, with nothing left open. */
+static int start_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
+{
+    int st[2] = {-1, -1}, life[2] = {-1, -1}, e = 0;
+
+    j->a = (struct stdio_shim_args){
         .fd_in = j->fd_in,
         .fd_out = j->fd_out,
         .fd_err = j->fd_err,
@@ -266,100 +288,97 @@ static int run_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
         .cg_required = sp->mode == STDIO_CONTAIN_CGROUP,
         .host = getpid(),
     };
-    int st[2] = {-1, -1}, life[2] = {-1, -1}, e = 0;
-    struct aur__buf fr = {0};
-    struct pollfd pf;
-    pid_t pid = -1;
-    ssize_t n;
-
+    j->st_r = j->life_w = -1;
     if (!sp->supervisor_ok)
         return ELIBACC;
     if (pipe2(st, O_CLOEXEC) != 0 || pipe2(life, O_CLOEXEC) != 0) {
         e = errno;
         goto out;
     }
-    a.fd_status = st[1];
-    a.fd_life = life[0];
-    e = make_cgroup(sp, &a);
+    j->a.fd_status = st[1];
+    j->a.fd_life = life[0];
+    e = make_cgroup(sp, &j->a);
     if (e == 0)
-        e = frame(j, &a, &fr);
-    if (e == 0)
-        e = spawn_supervisor(sp, &a, j->title, &pid);
-    if (e != 0) {
-        pid = -1;
-        goto out;
-    }
+        e = spawn_supervisor(sp, &j->a, j->title, &j->pid);
+out:
     close_fd(&st[1]);
     close_fd(&life[0]);
-    close_fd(&a.cg_procs);
-    close_fd(&a.cg_events);
-    /* The supervisor reads the frame first: a write that fails (it died)
-     * is reported by the status pipe below. */
-    for (size_t off = 0; off < fr.n;) {
+    j->st_r = st[0];
+    j->life_w = life[1];
+    if (e != 0)
+        job_close(j);
+    return e;
+}
+
+/* The caller's part, on its own thread so that Apps wait for their execs
+ * side by side: hand the supervisor its frame, then wait until the App
+ * execs or fails.  0 (j->ct set) or an errno, the supervisor killed and
+ * reaped. */
+static int finish_job(struct stdio_exec_job *j)
+{
+    struct aur__buf fr = {0};
+    struct pollfd pf;
+    int e;
+    ssize_t n;
+
+    /* Once it has its frame it no longer needs its cgroup.procs. */
+    e = frame(j, &j->a, &fr);
+    for (size_t off = 0; e == 0 && off < fr.n;) {
         struct aur__nosigpipe ns;
         ssize_t w;
         aur__nosigpipe_begin(&ns);
-        w = write(life[1], fr.p + off, fr.n - off);
+        w = write(j->life_w, fr.p + off, fr.n - off);
         aur__nosigpipe_end(&ns, w < 0 && errno == EPIPE);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            break;
+            break; /* it died: the status pipe says how */
         off += (size_t)w;
     }
-    pf.fd = st[0];
+    free(fr.p);
+    close_fd(&j->a.cg_procs);
+    close_fd(&j->a.cg_events);
+    pf.fd = j->st_r;
     pf.events = POLLIN;
     int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
                    : j->wait_ms > EXEC_WAIT_MAX_MS ? EXEC_WAIT_MAX_MS
                                                    : j->wait_ms;
-    do
-        n = poll(&pf, 1, (int)wait);
-    while (n < 0 && errno == EINTR);
-    if (n == 0) {
-        e = ETIMEDOUT;
-    } else {
-        /* EOF (n == 0) is a successful exec: the supervisor closed its
-         * end after forking the App, and exec closed the App's. */
+    if (e == 0) {
         do
-            n = read(st[0], &e, sizeof e);
+            n = poll(&pf, 1, (int)wait);
         while (n < 0 && errno == EINTR);
-        if (n != (ssize_t)sizeof e)
-            e = n == 0 ? 0 : EIO;
+        if (n == 0) {
+            e = ETIMEDOUT;
+        } else {
+            /* EOF (n == 0) is a successful exec: the supervisor closed
+             * its end after forking the App, and exec closed the App's. */
+            do
+                n = read(j->st_r, &e, sizeof e);
+            while (n < 0 && errno == EINTR);
+            if (n != (ssize_t)sizeof e)
+                e = n == 0 ? 0 : EIO;
+        }
     }
     if (e != 0) {
         /* The App never ran, or hangs before exec: the supervisor's
          * death takes it (parent-death signal), and its cgroup goes. */
-        if (a.cg_kill >= 0)
-            (void)!write(a.cg_kill, "1", 1);
-        kill(pid, SIGKILL);
-        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        if (j->a.cg_kill >= 0)
+            (void)!write(j->a.cg_kill, "1", 1);
+        kill(j->pid, SIGKILL);
+        while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        goto out;
+        j->pid = 0;
+        job_close(j);
+        return e;
     }
-    j->pid = pid;
-    j->ct.ctl_w = life[1];
-    life[1] = -1;
-    j->ct.cg_dir = a.cg_dir;
-    j->ct.cg_kill = a.cg_kill;
-    a.cg_dir = a.cg_kill = -1;
-    memcpy(j->ct.cg_name, a.cg_name, sizeof j->ct.cg_name);
-out:
-    free(fr.p);
-    close_fd(&st[0]);
-    close_fd(&st[1]);
-    close_fd(&life[0]);
-    close_fd(&life[1]);
-    close_fd(&a.cg_procs);
-    close_fd(&a.cg_events);
-    if (a.cg_dir >= 0) {
-        struct stdio_contain ct;
-        stdio_contain_clear(&ct);
-        ct.cg_dir = a.cg_dir;
-        ct.cg_kill = a.cg_kill;
-        memcpy(ct.cg_name, a.cg_name, sizeof ct.cg_name);
-        stdio_contain_release(&ct);
-    }
-    return e;
+    j->ct.ctl_w = j->life_w;
+    j->life_w = -1;
+    j->ct.cg_dir = j->a.cg_dir;
+    j->ct.cg_kill = j->a.cg_kill;
+    j->a.cg_dir = j->a.cg_kill = -1;
+    memcpy(j->ct.cg_name, j->a.cg_name, sizeof j->ct.cg_name);
+    job_close(j);
+    return 0;
 }
 
 static void *spawner_main(void *arg)
@@ -375,7 +394,7 @@ static void *spawner_main(void *arg)
             break;
         struct stdio_exec_job *j = sp->job;
         pthread_mutex_unlock(&sp->mu);
-        j->rc = run_job(sp, j);
+        j->rc = start_job(sp, j);
         pthread_mutex_lock(&sp->mu);
         j->done = true;
         sp->job = NULL;
@@ -532,6 +551,8 @@ int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
         rc = j->rc;
     }
     pthread_mutex_unlock(&sp->mu);
+    if (rc == 0)
+        rc = finish_job(j);
     free(j->path);
     j->path = NULL;
     return rc;

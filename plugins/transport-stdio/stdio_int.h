@@ -172,6 +172,21 @@ void stdio_child_stop(struct stdio_child *ch, aur_deadline dl);
 
 /* ---- stdio_exec.c -------------------------------------------------- */
 
+/* What the supervisor works from. */
+struct stdio_shim_args {
+    const char *path;           /* resolved command */
+    char *const *argv, *const *envp;
+    const char *cwd;            /* NULL: the host's */
+    int fd_in, fd_out, fd_err;  /* the App's 0, 1, 2 */
+    int fd_status;              /* errno of a failed start, CLOEXEC */
+    int fd_life;                /* read end of the host's lifeline */
+    int cg_procs, cg_kill, cg_events, cg_dir; /* -1: no cgroup */
+    bool cg_required;           /* a cgroup join failure fails the start */
+    pid_t host;                 /* the process that started us */
+    char title[64];             /* "aur-contain <package>" */
+    char cg_name[64];
+};
+
 /* One App start, filled by the caller; everything is borrowed and must
  * outlive stdio_spawner_run. */
 struct stdio_exec_job {
@@ -186,6 +201,8 @@ struct stdio_exec_job {
     char *path;
     int rc;
     bool done;
+    int st_r, life_w;             /* the status pipe, the lifeline */
+    struct stdio_shim_args a;     /* what the supervisor was given */
 };
 
 struct stdio_spawner;
@@ -231,20 +248,6 @@ const char *stdio_spawner_supervisor(const struct stdio_spawner *sp);
 #define STDIO_SUPERVISOR "aur-contain"
 #define STDIO_FRAME_MAX ((size_t)16 << 20)
 
-/* What the supervisor works from. */
-struct stdio_shim_args {
-    const char *path;           /* resolved command */
-    char *const *argv, *const *envp;
-    const char *cwd;            /* NULL: the host's */
-    int fd_in, fd_out, fd_err;  /* the App's 0, 1, 2 */
-    int fd_status;              /* errno of a failed start, CLOEXEC */
-    int fd_life;                /* read end of the host's lifeline */
-    int cg_procs, cg_kill, cg_events, cg_dir; /* -1: no cgroup */
-    bool cg_required;           /* a cgroup join failure fails the start */
-    pid_t host;                 /* the process that started us */
-    char title[64];             /* "aur-contain <package>" */
-    char cg_name[64];
-};
 
 /* The supervisor's life after its arguments are read.  Never returns. */
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);

@@ -13,7 +13,10 @@
  *
  * The PATH lookup, the environment and the App's cgroup are prepared
  * here, in the parent, and handed over as the supervisor's descriptors
- * and one frame on its lifeline (stdio_int.h).  A failure before the
+ * and one frame on its lifeline (stdio_int.h).  Only the spawn itself is
+ * the spawner thread's (start_job); the frame and the wait for the App's
+ * exec are the opening thread's (finish_job), so Apps started together
+ * wait for their execs side by side.  A failure before the
  * App's exec (of the supervisor's setup or the App's) comes back as an
  * errno over a close-on-exec pipe, so a failed start never looks like a
  * started App.

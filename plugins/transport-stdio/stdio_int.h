@@ -222,8 +222,9 @@ int stdio_spawner_create(struct stdio_spawner **out,
                          const struct aur_cfg *cfg, struct aur_error *err);
 /* Stop and join the thread; no run may be in progress.  NULL is a no-op. */
 void stdio_spawner_destroy(struct stdio_spawner *sp);
-/* Resolve command against the host's PATH and start it on the spawner
- * thread under a supervisor (stdio_contain.c): the App gets
+/* Resolve command against the host's PATH and start it under a
+ * supervisor spawned by the spawner thread (the exec is awaited on the
+ * calling thread; stdio_contain.c): the App gets
  * PR_SET_PDEATHSIG(SIGKILL) tied to its supervisor, a new process group,
  * default signal dispositions, only fds 0..2 open and, when available,
  * its own cgroup.  Any thread; serialised.  0 (j->pid and j->ct set) or

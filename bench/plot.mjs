@@ -4,7 +4,9 @@
 // of Apps (1, 10, 100, 1000), both axes logarithmic, so a straight line of
 // slope 1 is linear growth and a steeper one is worse.  A size that
 // failed is drawn as a cross on the axis.  No dependencies.
-// Usage: node plot.mjs RESULTS.jsonl > growth.svg
+// Peak RSS is each process's own (bench_measure_self's self_rss_kib, its
+// VmHWM at exit), not its servers'.
+// Usage: node plot.mjs RESULTS.jsonl [CPUS] > growth.svg
 
 import { readFileSync } from 'node:fs';
 
@@ -35,9 +37,11 @@ for (const n of sizes)
         }
         series[c].wall.push([n, median(ok.map((r) => r.measure.wall_ms))]);
         series[c].rss.push([n, median(ok.map((r) =>
-            r.measure.tree_rss_kib / 1024))]);
+            (r.measure.self_rss_kib > 0 ? r.measure.self_rss_kib
+                                        : r.measure.tree_rss_kib) / 1024))]);
     }
 
+const cpus = process.argv[3];
 const W = 420, H = 300, M = { l: 60, r: 20, t: 30, b: 45 };
 const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
@@ -93,14 +97,17 @@ function panel(x0, title, unit, metric) {
 
 const svg = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" ` +
-    `height="${H + 30}" font-family="sans-serif" font-size="12">`,
+    `height="${H + 45}" font-family="sans-serif" font-size="12">`,
     '<rect width="100%" height="100%" fill="#fff"/>',
-    panel(0, 'discover: wall time', 'ms', 'wall'),
-    panel(W, 'discover: peak RSS', 'MiB', 'rss'),
+    panel(0, 'discover: wall time (whole process)', 'ms', 'wall'),
+    panel(W, 'discover: own peak RSS', 'MiB', 'rss'),
     `<text x="${M.l}" y="${H + 20}" fill="#c0392b">● aurora-mcp ` +
     'discover (installed CLI, default plugins)</text>',
     `<text x="${W + M.l}" y="${H + 20}" fill="#2c3e50">● raw floor ` +
     '(same servers, no JSON parsing)</text>',
+    `<text x="${M.l}" y="${H + 38}" fill="#777">log-log axes: slope 1 ` +
+    `is linear growth; ${cpus ? 'every process pinned to CPU(s) ' +
+    esc(cpus) : 'unpinned'}; medians</text>`,
     '</svg>',
 ];
 process.stdout.write(svg.join('\n') + '\n');

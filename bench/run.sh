@@ -5,22 +5,28 @@
 #
 # Usage: bench/run.sh [--runs R] [--calls N] [--events E] [--build DIR]
 #                     [--no-build] [--no-sdk-server] [--no-https]
-#                     [--no-growth] [--only REGEX] [--cpus LIST]
-# Defaults: 5 runs, 5000 calls, 100000 events, build dir build-bench-rel.
-# It builds Release and installs it into DIR/prefix, as a user would; the
-# CLI rows run that installed aurora-mcp with the default plugin set
-# (both transports, both extensions) and a journal.
+#                     [--growth | --no-growth] [--growth-apps "1 10 100 1000"]
+#                     [--only REGEX] [--cpus LIST] [--timeout SECONDS]
+# Defaults: 5 runs, 5000 calls, 100000 events, bench dir build-bench-install.
+# It builds Release (no -Werror) in DIR/tree and installs it with
+# `cmake --install` into DIR/prefix, as a user would (--no-build: use what
+# is there); the CLI rows run that installed aurora-mcp with the default
+# plugin set (both transports, both extensions), no plugin_dir, a journal.
+# --timeout: a case running longer is killed and counted as failed
+# (default 600 s; 0: none).
 # --cpus runs every case under taskset -c LIST (e.g. --cpus 0: one CPU, so
 # every wake-up is a same-CPU switch and per-call numbers are CPU cost,
 # not the latency of waking an idle virtual CPU).
 # Nothing here asserts a timing; the exit status only says whether every
-# case ran (a growth size that fails is reported, not fatal).
+# case ran (a case that fails is shown as "failed" in the tables; the run
+# goes on).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-runs=5 calls=5000 events=100000 build="$root/build-bench-rel"
-do_build=1 sdk_server=1 https=1 growth=1 only=. cpus=
+runs=5 calls=5000 events=100000 build="$root/build-bench-install"
+do_build=1 sdk_server=1 https=1 growth=1 only=. cpus= case_timeout=600
+growth_apps="1 10 100 1000"
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -30,39 +36,52 @@ while [ $# -gt 0 ]; do
     --no-build) do_build=0; shift ;;
     --no-sdk-server) sdk_server=0; shift ;;
     --no-https) https=0; shift ;;
+    --growth) growth=1; shift ;;
     --no-growth) growth=0; shift ;;
+    --growth-apps) growth_apps=$2; shift 2 ;;
+    --timeout) case_timeout=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --cpus) cpus=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 
 log() { printf 'run.sh: %s\n' "$*" >&2; }
 
-prefix="$build/prefix"
+# The bench dir holds the build tree and the install prefix side by side,
+# not one inside the other: the library takes the build tree's plugins
+# when it runs from inside that tree (lib/engine/host.c), so a prefix
+# inside the tree would not show the installed default being found.
+tree="$build/tree" prefix="$build/prefix"
 if [ "$do_build" = 1 ]; then
     # As a user builds: Release, no -Werror, installed with cmake --install.
-    [ -f "$build/CMakeCache.txt" ] ||
-        cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    [ -f "$tree/CMakeCache.txt" ] ||
+        cmake -S "$root" -B "$tree" -DCMAKE_BUILD_TYPE=Release \
               -DCMAKE_INSTALL_PREFIX="$prefix" >&2
-    cmake --build "$build" -j2 >&2
-    cmake --install "$build" >&2
+    cmake --build "$tree" -j2 >&2
+    cmake --install "$tree" --prefix "$prefix" >&2
 fi
-bin="$build/bin" bb="$build/bench" cli="$prefix/bin/aurora-mcp"
+bin="$tree/bin" bb="$tree/bench" cli="$prefix/bin/aurora-mcp"
+plugdir=$(find "$prefix" -type d -path '*/aurora-mcp/plugins' 2>/dev/null |
+          head -n 1)
+[ -n "$plugdir" ] ||
+    { log "no installed plugins under $prefix (drop --no-build)"; exit 1; }
 for f in "$cli" "$bin/aur-fixture-server" "$bb/bench_host" \
-         "$bb/bench_raw_floor" "$bb/bench_measure" "$bb/bench_events"; do
-    [ -x "$f" ] || { log "missing $f (build it, or drop --no-build)"; exit 1; }
+         "$bb/bench_raw_floor" "$bb/bench_measure_self" "$bb/bench_events" \
+         "$plugdir/transport-stdio.so" "$plugdir/transport-http.so" \
+         "$plugdir/ext-tool-contract.so" "$plugdir/ext-world-events.so"; do
+    [ -e "$f" ] || { log "missing $f (build it, or drop --no-build)"; exit 1; }
 done
+log "installed CLI $cli, its plugins $plugdir"
 command -v node >/dev/null || { log "node (>= 20) is required"; exit 1; }
 if [ ! -d "$here/node_modules/@modelcontextprotocol/client" ]; then
     log "npm ci in bench/"
     (cd "$here" && npm ci --no-audit --no-fund >&2)
 fi
 [ "$sdk_server" = 1 ] || https=0
-if [ "$https" = 1 ] && { [ ! -f "$build/plugins/transport-http.so" ] ||
-                         ! command -v openssl >/dev/null; }; then
-    log "no transport-http plugin or no openssl: skipping the HTTPS rows"
+if [ "$https" = 1 ] && ! command -v openssl >/dev/null; then
+    log "no openssl: skipping the HTTPS rows"
     https=0
 fi
 if [ "$sdk_server" = 1 ] &&
@@ -79,12 +98,13 @@ sdk2="$root/tests/peers/sdk2-server.mjs"
 
 # config DIR APPS COMMAND ARG...: a host with APPS stdio Apps running CMD,
 # the default plugin set and a journal, no plugin_dir: the installed CLI
-# finds its installed plugins, bench_host (the build tree's library) the
-# build's, as each would for a user.
+# must find its installed plugins.  DIR.capi is the same host for
+# bench_host (linked in the build tree), with plugin_dir set to the
+# installed plugins.
 config() {
     local dir=$1 apps=$2 i a
     shift 2
-    mkdir -p "$dir/apps.d"
+    mkdir -p "$dir/apps.d" "$dir.capi/apps.d"
     cat > "$dir/host.ini" <<EOF
 [host]
 plugins    = transport-stdio transport-http ext-tool-contract ext-world-events
@@ -101,6 +121,9 @@ EOF
             for a in "${@:2}"; do printf 'arg = %s\n' "$a"; done
         } > "$dir/apps.d/a$(printf %04d "$i").ini"
     done
+    sed "s|^plugins .*|&\nplugin_dir = $plugdir|" "$dir/host.ini" \
+        > "$dir.capi/host.ini"
+    [ "$apps" = 0 ] || cp "$dir"/apps.d/*.ini "$dir.capi/apps.d/"
 }
 
 f1000=("$fixture" --tools 1000 --page-size 50 --lifetime 600)
@@ -146,8 +169,8 @@ if [ "$https" = 1 ]; then
         https=0
     else
         url="https://127.0.0.1:$port/mcp"
-        d="$work/c-h1000"
-        config "$d" 0
+        config "$work/c-h1000" 0
+        d="$work/c-h1000.capi"
         cp "$h/ca.pem" "$d/ca.pem"
         printf '%s\n' '[app]' 'package = org.bench.a0000' 'enabled = true' \
             'transport = streamable_http' 'timeout_seconds = 120' '[http]' \
@@ -160,7 +183,7 @@ sdkc=(node "$here/sdk-client.mjs")
 raw="$bb/bench_raw_floor"
 host="$bb/bench_host"
 serve=("$cli" serve -c)
-# The installed CLI's discover, its catalog thrown away (bench_measure -q):
+# The installed CLI's discover, its catalog thrown away (bench_measure_self -q):
 # the row's wall is the whole process, compared with the raw floor's.
 discover=("$cli" discover -c)
 
@@ -168,33 +191,34 @@ discover=("$cli" discover -c)
 cases=()
 add() { cases+=("$1|$2|$3|$4"); }
 q() { printf '%q ' "$@"; }
-add discover-1000 capi fixture "$(q "$host" -c "$work/c-f1000")"
+add discover-1000 capi fixture "$(q "$host" -c "$work/c-f1000.capi")"
 add discover-1000 serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-f1000")"
 add discover-1000 raw fixture "$(q "$raw" -- "${f1000[@]}")"
 add discover-1000 cli fixture "$(q "${discover[@]}" "$work/c-f1000")"
-add fixed-10 capi fixture "$(q "$host" -c "$work/c-f10")"
+add fixed-10 capi fixture "$(q "$host" -c "$work/c-f10.capi")"
 add fixed-10 cli fixture "$(q "${discover[@]}" "$work/c-f10")"
 add fixed-10 raw fixture "$(q "$raw" -- "${f10[@]}")"
 add discover-1000 sdk fixture "$(q "${sdkc[@]}" -- "${f1000[@]}")"
 if [ "$sdk_server" = 1 ]; then
-    add discover-1000 capi sdk2 "$(q "$host" -c "$work/c-s1000")"
+    add discover-1000 capi sdk2 "$(q "$host" -c "$work/c-s1000.capi")"
     add discover-1000 raw sdk2 "$(q "$raw" -- "${s1000[@]}")"
     add discover-1000 sdk sdk2 "$(q "${sdkc[@]}" -- "${s1000[@]}")"
 fi
-add start-20x100 capi fixture "$(q "$host" -c "$work/c-f20x100")"
+add start-20x100 capi fixture "$(q "$host" -c "$work/c-f20x100.capi")"
 add start-20x100 serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-f20x100")"
 add start-20x100 raw fixture "$(q "$raw" -a 20 -- "${f100[@]}")"
 add start-20x100 cli fixture "$(q "${discover[@]}" "$work/c-f20x100")"
 add start-20x100 sdk fixture "$(q "${sdkc[@]}" --apps 20 -- "${f100[@]}")"
 for a in 1 20; do
-    add "slowstart-${a}x100" capi fixture "$(q "$host" -c "$work/c-d${a}x100")"
+    add "slowstart-${a}x100" capi fixture "$(q "$host" -c "$work/c-d${a}x100.capi")"
+    add "slowstart-${a}x100" cli fixture "$(q "${discover[@]}" "$work/c-d${a}x100")"
     add "slowstart-${a}x100" serve fixture "$(q "$raw" -s -- "${serve[@]}" "$work/c-d${a}x100")"
     add "slowstart-${a}x100" raw fixture "$(q "$raw" -a $a -- "${d100[@]}")"
     add "slowstart-${a}x100" sdk fixture "$(q "${sdkc[@]}" --apps $a -- "${d100[@]}")"
 done
 for k in 1 16 32; do
     s=seq-$calls; [ $k = 1 ] || s=conc-${calls}x$k
-    add "$s" capi fixture "$(q "$host" -c "$work/c-f1000" -t $tool -n "$calls" -k $k)"
+    add "$s" capi fixture "$(q "$host" -c "$work/c-f1000.capi" -t $tool -n "$calls" -k $k)"
     add "$s" serve fixture "$(q "$raw" -s -n "$calls" -k $k -t $tool -- "${serve[@]}" "$work/c-f1000")"
     # The floor for serve: the same pipe hop, zero work (raw_floor -r).
     add "$s" relay fixture "$(q "$raw" -s -n "$calls" -k $k -t $tool -- "$raw" -r -- "${f1000[@]}")"
@@ -202,29 +226,33 @@ for k in 1 16 32; do
     [ $k = 16 ] && continue # for serve against its relay floor
     add "$s" sdk fixture "$(q "${sdkc[@]}" --calls "$calls" --inflight $k -- "${f1000[@]}")"
     if [ "$sdk_server" = 1 ] && [ $k = 1 ]; then
-        add "$s" capi sdk2 "$(q "$host" -c "$work/c-s1000" -t $tool -n "$calls" -k $k)"
+        add "$s" capi sdk2 "$(q "$host" -c "$work/c-s1000.capi" -t $tool -n "$calls" -k $k)"
         add "$s" raw sdk2 "$(q "$raw" -n "$calls" -k $k -- "${s1000[@]}")"
         add "$s" sdk sdk2 "$(q "${sdkc[@]}" --calls "$calls" --inflight $k -- "${s1000[@]}")"
     fi
 done
 if [ "$https" = 1 ]; then
     sdkh=(env NODE_EXTRA_CA_CERTS="$h/ca.pem" node "$here/sdk-client.mjs")
-    add discover-1000 capi sdk2h "$(q "$host" -c "$work/c-h1000")"
+    add discover-1000 capi sdk2h "$(q "$host" -c "$work/c-h1000.capi")"
     add discover-1000 sdk sdk2h "$(q "${sdkh[@]}" --url "$url")"
     # A call over HTTPS costs the node server about 2 ms: a tenth of the
     # calls keeps the rounds short.
     hc=$(( calls / 10 > 0 ? calls / 10 : 1 ))
     for k in 1 32; do
         s=seq-$hc; [ $k = 1 ] || s=conc-${hc}x$k
-        add "$s" capi sdk2h "$(q "$host" -c "$work/c-h1000" -t $tool -n "$hc" -k $k)"
+        add "$s" capi sdk2h "$(q "$host" -c "$work/c-h1000.capi" -t $tool -n "$hc" -k $k)"
         add "$s" sdk sdk2h "$(q "${sdkh[@]}" --calls "$hc" --inflight $k --url "$url")"
+        # The HTTPS floor: libcurl, one connection, no JSON parsing.
+        if [ $k = 1 ] && [ -x "$bb/bench_raw_https" ]; then
+            add "$s" rawh sdk2h "$(q "$bb/bench_raw_https" -c "$h/ca.pem" -n "$hc" "$url")"
+        fi
     done
 fi
 add "events-$events" bench_events journal "$(q "$bb/bench_events" "$events")"
 # Growth: N instant Apps of 10 tools, the installed CLI's discover against
 # the raw floor starting the same N servers; and 100 Apps x 100 tools.
 if [ "$growth" = 1 ]; then
-    for n in 1 10 100 1000; do
+    for n in $growth_apps; do
         config "$work/c-g$n" "$n" "${f10[@]}"
         add "growth-$n" cli fixture "$(q "${discover[@]}" "$work/c-g$n")"
         add "growth-$n" raw fixture "$(q "$raw" -a "$n" -- "${f10[@]}")"
@@ -234,6 +262,10 @@ if [ "$growth" = 1 ]; then
     add growth-100x100 raw fixture "$(q "$raw" -a 100 -- "${f100[@]}")"
 fi
 
+tmo=
+if [ "$case_timeout" != 0 ] && command -v timeout >/dev/null; then
+    tmo="$(q timeout -k 10 "$case_timeout")"
+fi
 pin=
 if [ -n "$cpus" ]; then
     command -v taskset >/dev/null || { log "--cpus needs taskset"; exit 1; }
@@ -250,16 +282,17 @@ for ((r = 1; r <= runs; r++)); do
         [[ "$scen $client $server" =~ $only ]] || continue
         log "run $r/$runs: $scen $client -> $server"
         out="$work/out" m="$work/measure.json" quiet=
-        [ "$client" = cli ] && quiet=-q
-        if ! eval "$pin$(q "$bb/bench_measure" $quiet "$m") $cmd" > "$out" \
-                2>> "$work/stderr.log"; then
+        [ "$client" != cli ] || quiet=-q
+        # bench_measure_self: bench_measure plus the command's own peak RSS
+        # (self_rss_kib), so the CLI and the raw floor compare by their own
+        # footprint, not their biggest server's.
+        if ! eval "$tmo$pin$(q "$bb/bench_measure_self") $quiet $(q "$m") $cmd" \
+                > "$out" 2>> "$work/stderr.log"; then
             log "FAILED: $scen $client -> $server (see $work/stderr.log)"
-            # A growth size past what the host can hold is a result.
-            case $scen in
-            growth-*) printf '{"scen":"%s","client":"%s","server":"%s","run":%d,"failed":true}\n' \
-                          "$scen" "$client" "$server" "$r" >> "$results" ;;
-            *) failed=1 ;;
-            esac
+            # Kept as a result: the tables show it as "failed".
+            printf '{"scen":"%s","client":"%s","server":"%s","run":%d,"failed":true}\n' \
+                "$scen" "$client" "$server" "$r" >> "$results"
+            failed=1
             continue
         fi
         node -e '
@@ -283,7 +316,8 @@ node "$here/report.mjs" "$results" "$runs" "$cpus" > "$report"
 cat "$report"
 log "table written to $report"
 if [ "$growth" = 1 ]; then
-    node "$here/plot.mjs" "$results" > "$work/growth.svg"
+    node "$here/plot.mjs" "$results" "$cpus" > "$work/growth.svg"
     log "growth plot written to $work/growth.svg"
+    echo "growth plot: $work/growth.svg"
 fi
 exit $failed

@@ -364,6 +364,14 @@ static void kill_all(struct shim *s)
 {
     int64_t until = stdio_mono_ms() + SHIM_KILL_MS;
 
+    /* The common end: the App exited and left nothing.  Every process it
+     * started is our child or a child's descendant (we are their
+     * subreaper), so no child means nothing to find, and an empty cgroup
+     * says the same of whatever joined it: no walk over all of /proc,
+     * whose cost grows with every process on the machine. */
+    reap(s);
+    if (!s->app_alive && !has_children() && !(s->cgroup && cg_populated()))
+        goto done;
     for (;;) {
         int found;
         if (s->cgroup)
@@ -390,7 +398,9 @@ static void kill_all(struct shim *s)
         (void)!write(FD_CGKILL, "1", 1);
         poll(&p, 1, 50);
     }
-    unlinkat(FD_CGDIR, s->cg_name, AT_REMOVEDIR);
+done:
+    if (s->cgroup)
+        unlinkat(FD_CGDIR, s->cg_name, AT_REMOVEDIR);
 }
 
 /* ------------------------------------------------------------------ */

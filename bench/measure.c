@@ -1,30 +1,37 @@
 /*
- * measure.c - run one command and report what the whole process tree cost:
- * wall time, user+system CPU of the command and every descendant it reaped,
- * and the peak RSS of the largest process in that tree (Linux wait4
- * semantics).  Avoids a dependency on GNU time and gives millisecond
- * resolution.
+ * measure.c - run one command and report what it cost: the wall time,
+ * the user+system CPU of its whole process tree and the peak RSS of the
+ * largest process in that tree (wait4), without depending on GNU time.
+ * It also reports "self_rss_kib": VmHWM of the
+ * command's own process, so a whole-process client (`aurora-mcp discover`,
+ * the raw floor) can be compared with another by its own footprint, not by
+ * its biggest server.  VmHWM is read at the command's exit, while its
+ * memory still exists: the child asks to be traced (PTRACE_TRACEME) and
+ * the only options set are PTRACE_O_TRACEEXIT (and TRACEEXEC, so a
+ * wrapper's exec is followed, the peak then being the last program's), so the command runs untouched
+ * except that signals sent to its main thread pass through this process
+ * (re-injected at once).  Its children are not traced.  Where ptrace is
+ * not allowed, self_rss_kib is -1.
  *
- * Usage: measure [-q] OUT.json CMD [ARG]...
- * The command's stdout/stderr are inherited (-q: stdout goes to
- * /dev/null, for a command whose output is not a result line, such as
- * `aurora-mcp discover`); OUT.json gets one line:
- *   {"wall_ms":..,"cpu_ms":..,"tree_rss_kib":..,"status":..}
+ * Usage: measure [-q] OUT.json CMD [ARG]...  (-q: the command's stdout
+ * goes to /dev/null, for one whose output is not a result line)
+ * OUT.json gets one line:
+ *   {"wall_ms":..,"cpu_ms":..,"tree_rss_kib":..,"self_rss_kib":..,
+ *    "status":..}
  * Exit status: the command's (128+signal when killed).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* wait4 is a BSD interface; glibc declares it only with _DEFAULT_SOURCE. */
-pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru);
 
 static double now_ms(void)
 {
@@ -39,11 +46,29 @@ static double tv_ms(struct timeval tv)
     return (double)tv.tv_sec * 1e3 + (double)tv.tv_usec / 1e3;
 }
 
+static long vm_hwm_kib(pid_t pid)
+{
+    char path[64], line[256];
+    long kib = -1;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
 int main(int argc, char **argv)
 {
     struct rusage ru;
     double t0;
-    int status, code;
+    int status, code, traced = 0;
+    long self = -1;
     pid_t pid, w;
     FILE *f;
     int quiet = argc > 1 && argv[1][0] == '-' && argv[1][1] == 'q' &&
@@ -65,16 +90,46 @@ int main(int argc, char **argv)
         int null = quiet ? open("/dev/null", O_WRONLY) : -1;
         if (null >= 0)
             dup2(null, STDOUT_FILENO);
+        /* Refused (seccomp, yama): run untraced; self_rss_kib stays -1. */
+        ptrace(PTRACE_TRACEME, 0, NULL, NULL);
         execvp(argv[2], argv + 2);
         perror("measure: exec");
         _exit(127);
     }
-    do
-        w = wait4(pid, &status, 0, &ru);
-    while (w < 0 && errno == EINTR);
-    if (w < 0) {
-        perror("measure: wait4");
-        return 1;
+    for (;;) {
+        long k;
+
+        do
+            w = wait4(pid, &status, 0, &ru);
+        while (w < 0 && errno == EINTR);
+        if (w < 0) {
+            perror("measure: wait4");
+            return 1;
+        }
+        if (!WIFSTOPPED(status))
+            break;
+        /* A new program (a wrapper script's exec) starts a new peak. */
+        if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+            self = -1;
+        /* Any stop: the process still has its memory. */
+        k = vm_hwm_kib(pid);
+        if (k > self)
+            self = k;
+        if (!traced && WSTOPSIG(status) == SIGTRAP) {
+            /* The stop after execve: from now on only its exit stops it. */
+            traced = 1;
+            ptrace(PTRACE_SETOPTIONS, pid, NULL,
+                   (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_TRACEEXEC |
+                            PTRACE_O_EXITKILL));
+            ptrace(PTRACE_CONT, pid, NULL, NULL);
+        } else if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8)) ||
+                   status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+            ptrace(PTRACE_CONT, pid, NULL, NULL);
+        } else {
+            /* A signal on its way to the command: deliver it. */
+            ptrace(PTRACE_CONT, pid, NULL,
+                   (void *)(long)WSTOPSIG(status));
+        }
     }
     code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     f = fopen(argv[1], "w");
@@ -83,8 +138,9 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(f, "{\"wall_ms\":%.3f,\"cpu_ms\":%.3f,\"tree_rss_kib\":%ld,"
-            "\"status\":%d}\n", now_ms() - t0,
-            tv_ms(ru.ru_utime) + tv_ms(ru.ru_stime), ru.ru_maxrss, code);
+            "\"self_rss_kib\":%ld,\"status\":%d}\n", now_ms() - t0,
+            tv_ms(ru.ru_utime) + tv_ms(ru.ru_stime), ru.ru_maxrss, self,
+            code);
     fclose(f);
     return code;
 }

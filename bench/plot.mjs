@@ -4,7 +4,7 @@
 // of Apps (1, 10, 100, 1000), both axes logarithmic, so a straight line of
 // slope 1 is linear growth and a steeper one is worse.  A size that
 // failed is drawn as a cross on the axis.  No dependencies.
-// Peak RSS is each process's own (bench_measure_self's self_rss_kib, its
+// Peak RSS is each process's own (bench_measure's self_rss_kib, its
 // VmHWM at exit), not its servers'.
 // Usage: node plot.mjs RESULTS.jsonl [CPUS] > growth.svg
 

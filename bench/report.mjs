@@ -55,7 +55,7 @@ const isCalls = (s) => /^(seq|conc|events)-/.test(s);
 const wall = (r) => r.client === 'cli' ? r.measure.wall_ms
     : isCalls(r.scen) ? r.call_ms : r.start_ms;
 // Own peak RSS of the measured process (VmHWM at its exit, from
-// bench_measure_self), else the largest in its tree.
+// bench_measure), else the largest in its tree.
 const selfRss = (r) => r.measure.self_rss_kib > 0 ? r.measure.self_rss_kib
     : r.measure.tree_rss_kib;
 const rss = (r) => r.client === 'serve' || r.client === 'relay'
@@ -357,8 +357,8 @@ out.push('', 'wall ms: the measured phase as the client times it (startup ' +
          'last reply; events: the new-event pass). CPU ms: user+system of ' +
          'the whole process tree (client and servers) over the whole ' +
          'process lifetime, from wait4. proc wall ms: the whole process, ' +
-         'from bench_measure_self; the CLI rows and every CLI / raw ratio ' +
+         'from bench_measure; the CLI rows and every CLI / raw ratio ' +
          'use it for both sides. RSS: the client process alone ' +
          '(getrusage / process.resourceUsage / VmHWM of `aurora-mcp serve`; ' +
-         'the CLI: its own VmHWM at exit, from bench_measure_self).');
+         'the CLI: its own VmHWM at exit, from bench_measure).');
 process.stdout.write(out.join('\n') + '\n');

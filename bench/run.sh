@@ -68,7 +68,7 @@ plugdir=$(find "$prefix" -type d -path '*/aurora-mcp/plugins' 2>/dev/null |
 [ -n "$plugdir" ] ||
     { log "no installed plugins under $prefix (drop --no-build)"; exit 1; }
 for f in "$cli" "$bin/aur-fixture-server" "$bb/bench_host" \
-         "$bb/bench_raw_floor" "$bb/bench_measure_self" "$bb/bench_events" \
+         "$bb/bench_raw_floor" "$bb/bench_measure" "$bb/bench_events" \
          "$plugdir/transport-stdio.so" "$plugdir/transport-http.so" \
          "$plugdir/ext-tool-contract.so" "$plugdir/ext-world-events.so"; do
     [ -e "$f" ] || { log "missing $f (build it, or drop --no-build)"; exit 1; }
@@ -183,7 +183,7 @@ sdkc=(node "$here/sdk-client.mjs")
 raw="$bb/bench_raw_floor"
 host="$bb/bench_host"
 serve=("$cli" serve -c)
-# The installed CLI's discover, its catalog thrown away (bench_measure_self -q):
+# The installed CLI's discover, its catalog thrown away (bench_measure -q):
 # the row's wall is the whole process, compared with the raw floor's.
 discover=("$cli" discover -c)
 
@@ -283,10 +283,10 @@ for ((r = 1; r <= runs; r++)); do
         log "run $r/$runs: $scen $client -> $server"
         out="$work/out" m="$work/measure.json" quiet=
         [ "$client" != cli ] || quiet=-q
-        # bench_measure_self: bench_measure plus the command's own peak RSS
+        # bench_measure: bench_measure plus the command's own peak RSS
         # (self_rss_kib), so the CLI and the raw floor compare by their own
         # footprint, not their biggest server's.
-        if ! eval "$tmo$pin$(q "$bb/bench_measure_self") $quiet $(q "$m") $cmd" \
+        if ! eval "$tmo$pin$(q "$bb/bench_measure") $quiet $(q "$m") $cmd" \
                 > "$out" 2>> "$work/stderr.log"; then
             log "FAILED: $scen $client -> $server (see $work/stderr.log)"
             # Kept as a result: the tables show it as "failed".

@@ -253,10 +253,10 @@ const char *stdio_spawner_supervisor(const struct stdio_spawner *sp);
 /* The supervisor's life after its arguments are read.  Never returns. */
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
 
-/* prctl as the bare system call (stdio_supervisor.c). */
-int stdio_shim_prctl(int option, unsigned long arg);
+/* ---- stdio_proc.c: /proc, prctl and the clock for the supervisor --- */
 
-/* ---- stdio_proc.c: /proc and the clock for the supervisor ---------- */
+/* prctl as the bare system call. */
+int stdio_shim_prctl(int option, unsigned long arg);
 
 /* A number at *p in base 10 or 16, *p advanced past it; false if none.
  * /proc/<pid>/stat (pid 0: our own) after "(comm) " in buf, NULL if the

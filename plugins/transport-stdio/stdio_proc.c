@@ -1,7 +1,8 @@
 /*
- * stdio_proc.c - reading /proc and the clock, for the supervisor
- * (stdio_contain.c: system calls and loops over the caller's buffers
- * only) and the clock for the host side (stdio_cgroup.c).
+ * stdio_proc.c - the supervisor's system-level helpers: reading /proc,
+ * prctl, the clock (stdio_contain.c, stdio_supervisor.c: system calls
+ * and loops over the caller's buffers only); the clock is the host
+ * side's too (stdio_cgroup.c).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,4 +87,11 @@ int64_t stdio_mono_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* prctl as the bare system call: a sanitizer's prctl interceptor keeps a
+ * thread registry under a lock; the supervisor never needs it. */
+int stdio_shim_prctl(int option, unsigned long arg)
+{
+    return (int)syscall(SYS_prctl, option, arg, 0UL, 0UL, 0UL);
 }

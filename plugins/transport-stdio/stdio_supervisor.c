@@ -23,15 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-/* prctl as the bare system call: a sanitizer's prctl interceptor keeps a
- * thread registry under a lock; we never need it. */
-int stdio_shim_prctl(int option, unsigned long arg)
-{
-    return (int)syscall(SYS_prctl, option, arg, 0UL, 0UL, 0UL);
-}
 
 static int num(const char *s, long *out)
 {

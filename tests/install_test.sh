@@ -167,6 +167,25 @@ out=$(aurora-mcp check -c "$T/demo" 2>/dev/null)
 expect_eq "$?" 2 "bad [ext-audit] value is a config error"
 expect_has "$out" "ext-audit: init failed" "init failure reported"
 
+# --- transport-http finds its backend in the prefix --------------------------
+# transport-http.so links no libcurl; the first check of an HTTP App loads
+# transport-http-libcurl.so from the directory the plugin came from.
+if [ -f "$PLUGDIR/transport-http-libcurl.so" ]; then ok
+else bad "not installed: $PLUGDIR/transport-http-libcurl.so (transport-http's backend)"; fi
+cp -R "$SRC/examples/demo" "$T/web"
+rm -rf "$T/web/data"/*.sqlite3*
+sed -i -E 's/^plugins *=.*/plugins = transport-stdio transport-http/' "$T/web/host.ini"
+printf '[app]\npackage = org.test.web\nenabled = false\ntransport = streamable_http\ntimeout_seconds = 5\n[http]\nurl = https://127.0.0.1:9/mcp\n' \
+    >"$T/web/apps.d/web.ini"
+LD_DEBUG=files aurora-mcp check -c "$T/web" >"$T/web.out" 2>"$T/web.ld"
+expect_eq "$?" 0 "installed: check of an HTTP App: $(head -c 400 "$T/web.out")"
+expect_has "$(grep 'file=' "$T/web.ld")" "file=$PLUGDIR/transport-http-libcurl.so" \
+    "installed: the backend loaded from the plugin directory"
+rm "$T/web/apps.d/web.ini"
+LD_DEBUG=files aurora-mcp check -c "$T/web" >"$T/web.out" 2>"$T/web.ld"
+expect_eq "$?" 0 "installed: check without an HTTP App"
+expect_eq "$(grep -c 'file=.*libcurl' "$T/web.ld")" 0 "installed: no HTTP App, no libcurl"
+
 # --- the man page ----------------------------------------------------------
 if command -v man >/dev/null 2>&1; then
     page=$(MANPAGER=cat MANWIDTH=80 man -l "$P/share/man/man1/aurora-mcp.1" 2>&1)

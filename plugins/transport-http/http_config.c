@@ -1,7 +1,8 @@
 /*
  * http_config.c - the [http] section of an App file, as this transport
- * owns it (ABI 1.4; its keys are in http_front.c): the check of its values when the host is
- * created, and the checks `aurora-mcp doctor` runs without starting it.
+ * owns it (ABI 1.4; its keys are in http_keys.c): the check of its
+ * values when the host is created, and the checks `aurora-mcp doctor`
+ * runs without starting it.  Part of the backend: url rules need libcurl.
  *
  * Rules (docs/transports.md): url is https, written strictly
  * (http_url_problem); auth_env names a variable holding a bearer token,

@@ -59,9 +59,10 @@ static void be_load(void)
     /* POSIX: a dlsym'd function pointer round-trips through void *. */
     *(void **)&entry = dlsym(dl, HTTP_BACKEND_ENTRY);
     if (!entry) {
+        /* Left loaded, like the backend: whatever it pulled in (libcurl,
+         * OpenSSL) may have set process-wide state on load. */
         snprintf(be_why, sizeof be_why, "%s has no %s", path,
                  HTTP_BACKEND_ENTRY);
-        dlclose(dl);
         return;
     }
     if (!(be = entry()))

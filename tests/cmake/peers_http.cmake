@@ -4,5 +4,6 @@
 if(TARGET aurora-mcp AND TARGET aur_test_support)
   aur_add_check(check_peers_http SOURCES system/check_peers_http.c
                 LIBS aurora-mcp aur_test_support
-                DEPENDS transport-stdio transport-http TIMEOUT 300)
+                DEPENDS transport-stdio transport-http transport-http-libcurl
+                        TIMEOUT 300)
 endif()

@@ -12,7 +12,7 @@ aur_add_check(check_transport_http
           http/http_host.c support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c
   LIBS ${CMAKE_DL_LIBS}
-  DEPENDS transport-http https_fixture TIMEOUT 120)
+  DEPENDS transport-http transport-http-libcurl https_fixture TIMEOUT 120)
 target_include_directories(check_transport_http PRIVATE ${AUR_HTTP_PLUGIN_DIR})
 aur_add_check(check_http_parsers
   SOURCES plugins/transport-http/check_http_parsers.c
@@ -21,3 +21,14 @@ aur_add_check(check_http_parsers
 target_include_directories(check_http_parsers PRIVATE ${AUR_HTTP_PLUGIN_DIR})
 target_compile_definitions(check_transport_http PRIVATE
   AUR_HTTPS_FIXTURE="$<TARGET_FILE:https_fixture>")
+# The whole host with transport-http listed: libcurl stays out of a
+# process without an HTTP App, an HTTPS App (the SDK peer, tests/peers)
+# loads the backend, a missing backend fails only HTTP Apps.  Uses the
+# aur_test_support library from engine.cmake (included before this file).
+if(TARGET aurora-mcp AND TARGET aur_test_support)
+  aur_add_check(check_transport_http_lazy
+    SOURCES plugins/transport-http/check_transport_http_lazy.c
+    LIBS aurora-mcp aur_test_support
+    DEPENDS transport-stdio transport-http transport-http-libcurl
+            aur-fixture-server TIMEOUT 180)
+endif()

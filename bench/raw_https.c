@@ -86,10 +86,10 @@ static struct curl_slist *headers(const char *method, const char *name)
 {
     char line[512];
     struct curl_slist *l = NULL, *t;
+    static const char version[] = "MCP-Protocol-Version: " VERSION;
     const char *fixed[] = { "Content-Type: application/json",
                             "Accept: application/json, text/event-stream",
-                            "MCP-Protocol-Version: " VERSION,
-                            "Expect:" };
+                            version, "Expect:" };
 
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
         if (!(t = curl_slist_append(l, fixed[i])))

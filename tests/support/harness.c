@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,26 @@ int64_t h_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void h_read_line(int fd, char *buf, size_t size, int64_t ms)
+{
+    int64_t end = h_now_ms() + ms;
+    size_t got = 0;
+
+    buf[0] = '\0';
+    while (got < size - 1 && !memchr(buf, '\n', got)) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t left = end - h_now_ms();
+        ssize_t r;
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        r = read(fd, buf + got, size - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        buf[got] = '\0';
+    }
 }
 
 int64_t h_slack(int64_t ms)

@@ -88,6 +88,11 @@ int64_t h_now_ms(void);
  * to be met, never for what a test asserts is enforced. */
 int64_t h_slack(int64_t ms);
 
+/* What fd says up to its first newline, waiting at most ms in all, into
+ * buf (NUL-terminated; empty when nothing came).  For a peer's "PORT n"
+ * line.  fd stays open. */
+void h_read_line(int fd, char *buf, size_t size, int64_t ms);
+
 /* aur_mcp_create on dir (asserted AUR_OK, *h set) then aur_mcp_start;
  * returns start's rc.  serr is cleared first.  The caller destroys *h. */
 int h_start(const char *dir, struct aur_mcp **h,

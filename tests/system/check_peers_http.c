@@ -105,9 +105,8 @@ static void server_start_as(const char *script, const char *const *opts,
 {
     const char *argv[40];
     char *cert, *key, *errpath, buf[128];
-    size_t n = 0, got = 0;
+    size_t n = 0;
     int in[2], out[2];
-    int64_t end;
 
     ck_assert(asprintf(&cert, "%s/%s.pem", dir, certname) > 0);
     ck_assert(asprintf(&key, "%s/%s.key", dir, certname) > 0);
@@ -141,20 +140,7 @@ static void server_start_as(const char *script, const char *const *opts,
     close(in[0]);
     close(out[1]);
     srv_in = in[1];
-    end = h_now_ms() + PORT_WAIT_MS;
-    buf[0] = '\0';
-    while (got < sizeof buf - 1 && !memchr(buf, '\n', got)) {
-        struct pollfd p = {.fd = out[0], .events = POLLIN};
-        int64_t left = end - h_now_ms();
-        ssize_t r;
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            break;
-        r = read(out[0], buf + got, sizeof buf - 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        buf[got] = '\0';
-    }
+    h_read_line(out[0], buf, sizeof buf, PORT_WAIT_MS);
     close(out[0]);
     srv_port = 0;
     if (sscanf(buf, "PORT %d", &srv_port) != 1 || srv_port <= 0) {

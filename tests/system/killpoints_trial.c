@@ -233,9 +233,8 @@ static struct server server_start(const struct cell *c, const char *dir,
     struct server s = {-1, -1, 0};
     char *cert, *key, *errpath, buf[128];
     const char *argv[24];
-    size_t n = 0, got = 0;
+    size_t n = 0;
     int in[2], out[2];
-    int64_t end;
 
     ck_assert(asprintf(&cert, "%s/srv.pem", shared_dir) > 0);
     ck_assert(asprintf(&key, "%s/srv.key", shared_dir) > 0);
@@ -279,20 +278,7 @@ static struct server server_start(const struct cell *c, const char *dir,
     close(in[0]);
     close(out[1]);
     s.in = in[1];
-    end = h_now_ms() + h_slack(15000);
-    buf[0] = '\0';
-    while (got < sizeof buf - 1 && !memchr(buf, '\n', got)) {
-        struct pollfd p = {.fd = out[0], .events = POLLIN};
-        int64_t left = end - h_now_ms();
-        ssize_t r;
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            break;
-        r = read(out[0], buf + got, sizeof buf - 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        buf[got] = '\0';
-    }
+    h_read_line(out[0], buf, sizeof buf, h_slack(15000));
     close(out[0]);
     if (sscanf(buf, "PORT %d", &s.port) != 1 || s.port <= 0) {
         char *e = h_slurp(errpath);

@@ -105,9 +105,7 @@ static void teardown(void)
 static int peer_start(void)
 {
     char *cmd, *cert, *key, *script, buf[128] = "";
-    size_t got = 0;
     int in[2], out[2], port = 0;
-    int64_t end;
 
     h_need_peers("@modelcontextprotocol/server");
     ck_assert(asprintf(&cmd, "sh '%s/tests/support/mkcerts.sh' '%s' srv "
@@ -135,19 +133,7 @@ static int peer_start(void)
     close(out[1]);
     srv_in = in[1];
     /* Its first line is "PORT <n>". */
-    end = h_now_ms() + PORT_WAIT_MS;
-    while (got < sizeof buf - 1 && !memchr(buf, '\n', got)) {
-        struct pollfd p = {.fd = out[0], .events = POLLIN};
-        int64_t left = end - h_now_ms();
-        ssize_t r;
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            break;
-        r = read(out[0], buf + got, sizeof buf - 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        buf[got] = '\0';
-    }
+    h_read_line(out[0], buf, sizeof buf, PORT_WAIT_MS);
     close(out[0]);
     ck_assert_msg(sscanf(buf, "PORT %d", &port) == 1 && port > 0,
                   "no PORT line from the peer: '%s'", buf);

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmhwm.h"
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -44,23 +46,6 @@ static double now_ms(void)
 static double tv_ms(struct timeval tv)
 {
     return (double)tv.tv_sec * 1e3 + (double)tv.tv_usec / 1e3;
-}
-
-static long vm_hwm_kib(pid_t pid)
-{
-    char path[64], line[256];
-    long kib = -1;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
 }
 
 int main(int argc, char **argv)

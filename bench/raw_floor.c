@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmhwm.h"
+
 #define MAX_APPS 1024
 #define IDLE_MS 30000 /* no byte for this long = the run failed */
 
@@ -414,23 +416,6 @@ static void relay(const char *tool)
     }
     free(in);
     free(fifo);
-}
-
-static long vm_hwm_kib(pid_t pid)
-{
-    char path[64], line[256];
-    long kib = -1;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld", &kib) == 1)
-            break;
-    fclose(f);
-    return kib;
 }
 
 static void reap_all(void)

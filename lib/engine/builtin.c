@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "jsonx.h"
 #include "names.h"
+#include "utf8.h"
 
 #include <json-c/json.h>
 
@@ -20,6 +21,19 @@ struct aur_builtin_reply {
     bool answered;
     bool nomem; /* an answer was lost: the outcome is unknown */
 };
+
+/* Every description goes out as JSON text (status, aur_mcp_tool_json),
+ * which only UTF-8 can be. */
+static bool utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), k;
+
+    for (size_t i = 0; i < n; i += k)
+        if (!(k = aur__utf8_next(p + i, n - i, NULL)))
+            return false;
+    return true;
+}
 
 /* Takes schema (NULL = {"type":"object"}); frees it on failure. */
 static int add_tool(struct aur_mcp *h, const char *id,
@@ -37,6 +51,11 @@ static int add_tool(struct aur_mcp *h, const char *id,
         json_object_put(schema);
         return aur_fail(err, AUR_E_INVAL, 0, "invalid builtin tool id: %s",
                         id ? id : "(null)");
+    }
+    if (description && !utf8_ok(description)) {
+        json_object_put(schema);
+        return aur_fail(err, AUR_E_INVAL, 0,
+                        "builtin %s: description is not UTF-8", id);
     }
     for (size_t i = 0; i < h->nbuiltins; i++)
         if (strcmp(h->builtins[i]->id, id) == 0) {

@@ -319,7 +319,20 @@ START_TEST(text_builtins)
     ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "x", NULL, 0, NULL,
                                          NULL, NULL),
                      AUR_E_INVAL);
+    /* A description that is not UTF-8 could never be written as JSON:
+     * refused here, naming the tool, not later by every status call. */
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "caf\xe9", NULL, 0,
+                                         builtin, NULL, &err),
+                     AUR_E_INVAL);
+    ck_assert_msg(strstr(err.msg, "aur.core.x") &&
+                  strstr(err.msg, "UTF-8"), "%s", err.msg);
     ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
+    {
+        char *json = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(aur_mcp_status(h, 1, &json, &n, NULL), AUR_OK);
+        aur_free(json);
+    }
     ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.late", "x", NULL, 0,
                                          builtin, NULL, &err),
                      AUR_E_STATE);

@@ -6,12 +6,15 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,6 +300,42 @@ void h_read_line(int fd, char *buf, size_t size, int64_t ms)
         got += (size_t)r;
         buf[got] = '\0';
     }
+}
+
+int h_spawn_port_peer(const char *const *argv, const char *errpath,
+                      int64_t ms, pid_t *pid, int *in_w)
+{
+    char buf[128];
+    int in[2], out[2], port = 0;
+
+    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+    ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+    *pid = fork();
+    ck_assert_int_ge(*pid, 0);
+    if (*pid == 0) {
+        int fd = errpath ? open(errpath, O_WRONLY | O_CREAT | O_TRUNC,
+                                0600)
+                         : -1;
+        setpgid(0, 0);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        if (fd >= 0)
+            dup2(fd, 2);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    setpgid(*pid, *pid);
+    close(in[0]);
+    close(out[1]);
+    *in_w = in[1];
+    h_read_line(out[0], buf, sizeof buf, ms);
+    close(out[0]);
+    if (sscanf(buf, "PORT %d", &port) != 1 || port <= 0) {
+        char *e = errpath ? h_slurp(errpath) : NULL;
+        ck_abort_msg("no PORT line from %s: '%s' stderr: %s", argv[1], buf,
+                     e ? e : "");
+    }
+    return port;
 }
 
 int64_t h_slack(int64_t ms)

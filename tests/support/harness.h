@@ -93,6 +93,14 @@ int64_t h_slack(int64_t ms);
  * line.  fd stays open. */
 void h_read_line(int fd, char *buf, size_t size, int64_t ms);
 
+/* Start argv (argv[0] looked up on PATH) in its own process group, its
+ * stdin a pipe (*in_w, transfer: closing it asks a peer to exit), its
+ * stderr into errpath (NULL: inherited), and wait at most ms for its
+ * "PORT <n>" line; aborts the test, quoting errpath, when none comes.
+ * Returns the port; *pid is the peer's (kill -pid to stop its group). */
+int h_spawn_port_peer(const char *const *argv, const char *errpath,
+                      int64_t ms, pid_t *pid, int *in_w);
+
 /* aur_mcp_create on dir (asserted AUR_OK, *h set) then aur_mcp_start;
  * returns start's rc.  serr is cleared first.  The caller destroys *h. */
 int h_start(const char *dir, struct aur_mcp **h,

@@ -104,9 +104,8 @@ static void server_start_as(const char *script, const char *const *opts,
                             const char *certname)
 {
     const char *argv[40];
-    char *cert, *key, *errpath, buf[128];
+    char *cert, *key, *errpath;
     size_t n = 0;
-    int in[2], out[2];
 
     ck_assert(asprintf(&cert, "%s/%s.pem", dir, certname) > 0);
     ck_assert(asprintf(&key, "%s/%s.key", dir, certname) > 0);
@@ -122,32 +121,8 @@ static void server_start_as(const char *script, const char *const *opts,
     for (size_t i = 0; opts && opts[i] && n < 38; i++)
         argv[n++] = opts[i];
     argv[n] = NULL;
-    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
-    ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        setpgid(0, 0);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        if (fd >= 0)
-            dup2(fd, 2);
-        execvp("node", (char *const *)argv);
-        _exit(127);
-    }
-    setpgid(srv_pid, srv_pid);
-    close(in[0]);
-    close(out[1]);
-    srv_in = in[1];
-    h_read_line(out[0], buf, sizeof buf, PORT_WAIT_MS);
-    close(out[0]);
-    srv_port = 0;
-    if (sscanf(buf, "PORT %d", &srv_port) != 1 || srv_port <= 0) {
-        char *e = h_slurp(errpath);
-        ck_abort_msg("no PORT line from %s: '%s' stderr: %s", script, buf,
-                     e ? e : "");
-    }
+    srv_port = h_spawn_port_peer(argv, errpath, PORT_WAIT_MS, &srv_pid,
+                                 &srv_in);
     free(cert);
     free(key);
     free(errpath);

@@ -104,8 +104,8 @@ static void teardown(void)
  * dir (ca.pem); returns its port. */
 static int peer_start(void)
 {
-    char *cmd, *cert, *key, *script, buf[128] = "";
-    int in[2], out[2], port = 0;
+    char *cmd, *cert, *key, *script;
+    int port;
 
     h_need_peers("@modelcontextprotocol/server");
     ck_assert(asprintf(&cmd, "sh '%s/tests/support/mkcerts.sh' '%s' srv "
@@ -116,27 +116,12 @@ static int peer_start(void)
     ck_assert(asprintf(&cert, "%s/srv.pem", dir) > 0);
     ck_assert(asprintf(&key, "%s/srv.key", dir) > 0);
     script = h_src("tests/peers/sdk2-http-server.mjs");
-    ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
-    ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        setpgid(0, 0);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        execlp("node", "node", script, "--cert", cert, "--key", key,
-               "--log", "/dev/null", (char *)NULL);
-        _exit(127);
+    {
+        const char *const argv[] = {"node", script, "--cert", cert, "--key",
+                                    key, "--log", "/dev/null", NULL};
+        port = h_spawn_port_peer(argv, NULL, PORT_WAIT_MS, &srv_pid,
+                                 &srv_in);
     }
-    setpgid(srv_pid, srv_pid);
-    close(in[0]);
-    close(out[1]);
-    srv_in = in[1];
-    /* Its first line is "PORT <n>". */
-    h_read_line(out[0], buf, sizeof buf, PORT_WAIT_MS);
-    close(out[0]);
-    ck_assert_msg(sscanf(buf, "PORT %d", &port) == 1 && port > 0,
-                  "no PORT line from the peer: '%s'", buf);
     free(cert);
     free(key);
     free(script);

@@ -5,7 +5,7 @@
 #
 # Usage: bench/run.sh [--runs R] [--calls N] [--events E] [--build DIR]
 #                     [--no-build] [--no-sdk-server] [--no-https]
-#                     [--growth | --no-growth] [--growth-apps "1 10 100 1000"]
+#                     [--growth | --no-growth] [--growth-apps "1 10 100 300 1000"]
 #                     [--only REGEX] [--cpus LIST] [--timeout SECONDS]
 # Defaults: 5 runs, 5000 calls, 100000 events, bench dir build-bench-install.
 # It builds Release (no -Werror) in DIR/tree and installs it with
@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 runs=5 calls=5000 events=100000 build="$root/build-bench-install"
 do_build=1 sdk_server=1 https=1 growth=1 only=. cpus= case_timeout=600
-growth_apps="1 10 100 1000"
+growth_apps="1 10 100 300 1000"
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -249,17 +249,15 @@ if [ "$https" = 1 ]; then
     done
 fi
 add "events-$events" bench_events journal "$(q "$bb/bench_events" "$events")"
-# Growth: N instant Apps of 10 tools, the installed CLI's discover against
-# the raw floor starting the same N servers; and 100 Apps x 100 tools.
+# Growth (issue #22): N instant Apps of 100 tools in pages of 50, the
+# installed CLI's discover against the raw floor starting the same N
+# servers.
 if [ "$growth" = 1 ]; then
     for n in $growth_apps; do
-        config "$work/c-g$n" "$n" "${f10[@]}"
+        config "$work/c-g$n" "$n" "${f100[@]}"
         add "growth-$n" cli fixture "$(q "${discover[@]}" "$work/c-g$n")"
-        add "growth-$n" raw fixture "$(q "$raw" -a "$n" -- "${f10[@]}")"
+        add "growth-$n" raw fixture "$(q "$raw" -a "$n" -- "${f100[@]}")"
     done
-    config "$work/c-g100x100" 100 "${f100[@]}"
-    add growth-100x100 cli fixture "$(q "${discover[@]}" "$work/c-g100x100")"
-    add growth-100x100 raw fixture "$(q "$raw" -a 100 -- "${f100[@]}")"
 fi
 
 tmo=

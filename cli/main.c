@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage:\n"
@@ -72,30 +74,30 @@ static int cmd_check(const char *dir)
 static int cmd_discover(const char *dir)
 {
     struct aur_mcp *h = NULL;
-    struct json_object *o = NULL;
     struct aur_error err = {0};
-    char *text = NULL;
-    size_t n = 0;
     int rc = cli_start(dir, &h);
     if (rc != EXIT_OK)
         return rc;
-    /* The catalog goes out as the library writes it: no tree. */
-    if (cli_table())
-        o = aur_mcp_status_jsonc(h, 1);
-    else
-        aur_mcp_status(h, 1, &text, &n, &err);
-    aur_mcp_shutdown(h);
-    if (o) {
-        cli_print_status_table(o);
+    if (cli_table()) {
+        struct json_object *o = aur_mcp_status_jsonc(h, 1);
+        aur_mcp_shutdown(h);
+        if (o)
+            cli_print_status_table(o);
+        else
+            aur_fail(&err, AUR_E_NOMEM, 0, "out of memory");
         json_object_put(o);
-    } else if (text) {
-        fwrite(text, 1, n, stdout);
-        fputc('\n', stdout);
-        fflush(stdout);
-        aur_free(text);
     } else {
-        fprintf(stderr, "aurora-mcp: discover: %s\n",
-                err.msg[0] ? err.msg : "out of memory");
+        /* The catalog goes out as the library writes it, piece by piece:
+         * no tree, and never the whole text at once. */
+        fflush(stdout);
+        if (aur_mcp_status_write(h, 1, STDOUT_FILENO, &err) == AUR_OK) {
+            fputc('\n', stdout);
+            fflush(stdout);
+        }
+        aur_mcp_shutdown(h);
+    }
+    if (err.code != AUR_OK) {
+        fprintf(stderr, "aurora-mcp: discover: %s\n", err.msg);
         rc = EXIT_RUNTIME;
     }
     cli_destroy(h);
@@ -223,6 +225,43 @@ static int cmd_plugin_info(const char *path)
     return EXIT_OK;
 }
 
+/*
+ * The soft limit on open descriptors up to the hard limit, once, before
+ * any host exists; never lowered.  Each App holds about a dozen
+ * descriptors for as long as it runs (docs/budgets.md, "File
+ * descriptors"), so the usual soft limit of 1024 would end a host at
+ * about 90 Apps.  The program's choice, not the library's: an embedding
+ * program may still use select(), which cannot take a descriptor past
+ * 1023, so libaurora-mcp never touches the process's limits.  The Apps
+ * inherit the raised limit.  Nothing to do (or nothing allowed) is not
+ * an error: running out later is, and says so.
+ */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    rlim_t cur;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    cur = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0 || rl.rlim_max != RLIM_INFINITY)
+        return;
+    /* A hard limit of "unlimited" is refused as a soft one: the kernel's
+     * ceiling is fs.nr_open. */
+    FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+    unsigned long long nr = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &nr) != 1)
+            nr = 0;
+        fclose(f);
+    }
+    if (nr > (unsigned long long)cur) {
+        rl.rlim_cur = (rlim_t)nr;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static int bad_usage(const char *why)
 {
     fprintf(stderr, "aurora-mcp: %s\n%s", why, usage);
@@ -278,6 +317,7 @@ int main(int argc, char **argv)
      * disposition to whoever embeds it): a reader of our stdout that went
      * away is an EPIPE to report, not a reason to die mid-call. */
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     /* Options may follow the command: "+" is not used on purpose. */
     while ((c = getopt_long(argc, argv, "hVc:vqo:", opts, NULL)) != -1) {
         switch (c) {

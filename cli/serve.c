@@ -678,9 +678,19 @@ int cli_serve(const char *dir)
 
     memset(&s, 0, sizeof s);
     s.ep = s.pass_fd = s.done_fd = -1;
-    if ((stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-        (sig_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+    /* serve's own descriptors come before the Apps': a host that runs
+     * out of them does so while starting an App, which names the App,
+     * not after a start that went well. */
+    s.cap = 65536;
+    s.buf = malloc(s.cap);
+    if (!s.buf || (stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (sig_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        setup_epoll(&s) != 0) {
+        perror("aurora-mcp serve");
+        free(s.buf);
+        close_fds(&s);
         return EXIT_RUNTIME;
+    }
     /* During startup a signal cancels it (main.c's signal thread: the
      * start ends "interrupted"); from the ready line on, serve's own
      * handler ends the loop.  A signal in between stays pending. */
@@ -697,21 +707,15 @@ int cli_serve(const char *dir)
         sigaddset(&set, SIGTERM);
         pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     }
-    if (rc != EXIT_OK)
+    if (rc != EXIT_OK) {
+        free(s.buf);
+        close_fds(&s);
         return rc;
+    }
     /* A signal just after a successful start was taken by the thread:
      * hand it to serve's handler, which ends serve as any signal does. */
     if (early)
         raise(early);
-    s.cap = 65536;
-    s.buf = malloc(s.cap);
-    if (!s.buf || setup_epoll(&s) != 0) {
-        perror("aurora-mcp serve");
-        free(s.buf);
-        close_fds(&s);
-        aur_mcp_destroy(s.h);
-        return EXIT_RUNTIME;
-    }
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.end_cv, NULL);
     pthread_mutex_init(&s.out_mu, NULL);

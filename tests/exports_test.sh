@@ -5,7 +5,8 @@
 #     version script (lib/libaurora-mcp.map) makes global;
 #  2. the library's defined dynamic symbols are exactly those functions
 #     (no internal aur__* function or global, nothing else), each under
-#     the map's version node;
+#     the version node the map gives it (AURORA_MCP_1.0, or the node of
+#     the release that added it);
 #  3. with BUILD_DIR and INTERNAL_LIB (the static aurora-mcp-internal): no
 #     program of the build that loads the shared library also carries a
 #     copy of the core (that library or the object libraries): two copies
@@ -39,31 +40,42 @@ declared=$(cat "$HDR" "$HDR_JSONC" |
 [ "$(echo "$declared" | wc -w)" -ge 10 ] && ok ||
     bad "aur_host.h: found only [$declared] (did its layout change?)"
 
-# The map: the names between "global:" and "local:", comments removed.
+# The map: one "NODE name" line per global name of each version node
+# (AURORA_MCP_1.0, then a node per release that added functions),
+# comments removed.
 script=$(perl -0777 -pe 's{/\*.*?\*/}{}gs; s/#[^\n]*//g; s/\s+/ /g' "$MAP")
-node=$(echo "$script" | sed -nE 's/^ ?([A-Za-z0-9_.]+) ?\{.*/\1/p')
-mapped=$(echo "$script" | sed -nE 's/.*global:(.*)local:.*/\1/p' |
-    tr ';' '\n' | tr -d ' ' | grep -v '^$' | LC_ALL=C sort -u)
+pairs=$(echo "$script" | perl -ne '
+    while (/([A-Za-z0-9_.]+)\s*\{\s*global:(.*?)(?:local:[^}]*)?\}/g) {
+        my ($n, $g) = ($1, $2);
+        print "$n $_\n" for grep { length } map { s/\s+//gr } split /;/, $g;
+    }' | LC_ALL=C sort -u)
+nodes=$(echo "$pairs" | cut -d' ' -f1 | LC_ALL=C sort -u)
+mapped=$(echo "$pairs" | cut -d' ' -f2 | LC_ALL=C sort -u)
 case "$mapped" in
 *'*'* | *'?'* | *'['*) bad "the map globs (aur_* matches aur__ too): $(echo $mapped)" ;;
 *) ok ;;
 esac
 same "$declared" "$mapped" "the API headers vs libaurora-mcp.map" \
     "the headers" "the map"
-[ -n "$node" ] && ok || bad "no version node in $MAP"
+echo "$nodes" | grep -qx AURORA_MCP_1.0 && ok ||
+    bad "no version node AURORA_MCP_1.0 in $MAP"
+[ "$(echo "$mapped" | wc -l)" = "$(echo "$pairs" | wc -l)" ] && ok ||
+    bad "a name is in two version nodes of $MAP"
 
-# Defined dynamic symbols; the version node itself shows as an ABS symbol.
+# Defined dynamic symbols; each version node itself shows as an ABS symbol.
 syms=$(readelf --dyn-syms -W "$LIB" |
     awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $5 != "LOCAL" { print $8 }')
 [ -n "$syms" ] && ok || bad "readelf --dyn-syms $LIB: no defined symbols"
-names=$(echo "$syms" | sed 's/@.*//' | grep -vxF "$node" | LC_ALL=C sort -u)
+names=$(echo "$syms" | sed 's/@.*//' | grep -vxF "$nodes" | LC_ALL=C sort -u)
 internal=$(echo "$names" | grep -E '^aur__' | tr '\n' ' ')
 [ -z "$internal" ] && ok ||
     bad "internal symbols exported ($(echo "$internal" | wc -w)): $internal"
 same "$declared" "$names" "aur_host.h vs exported" aur_host.h "the library"
-unversioned=$(echo "$syms" | grep -vxF "$node" | grep -v "@@$node\$" |
-    tr '\n' ' ')
-[ -z "$unversioned" ] && ok || bad "not under $node: $unversioned"
+# Each function under the node the map gives it, as the default version.
+versioned=$(echo "$syms" | grep -vxF "$nodes" |
+    sed -nE 's/^([^@]+)@@(.+)$/\2 \1/p' | LC_ALL=C sort -u)
+same "$pairs" "$versioned" "version nodes: the map vs the library" \
+    "the map" "the library"
 
 # --- no program with both cores -------------------------------------------
 # A copy of the core is any external symbol of the static core's objects

@@ -344,6 +344,14 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
 int aur_mcp_status(struct aur_mcp *h, int with_tools, char **json,
                    size_t *len, struct aur_error *err);
 
+/* The same text written to fd (borrowed; a pipe, a file, a socket) as it
+ * is made, so that the document of a thousand Apps is never held whole.
+ * AUR_E_IO with the errno in err->detail when a write fails (what was
+ * written stays written); a write that would raise SIGPIPE does not.
+ * Any thread. */
+int aur_mcp_status_write(struct aur_mcp *h, int with_tools, int fd,
+                         struct aur_error *err);
+
 
 
 /* Any App's restart_required. */

@@ -47,7 +47,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 4
+#define AUR_ABI_MINOR 5
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -613,6 +613,20 @@ struct aur_transport_ops {
                       void (*report)(void *ctx, const char *check,
                                      const char *problem),
                       void *ctx);
+
+    /* --- ABI 1.5 --- */
+
+    /*
+     * Optional: begin closing c without waiting for it, so that a host
+     * closing many connections lets them wind down side by side: tell the
+     * server to leave now (stdin closed, the session ended) and start
+     * whatever escalation close would run, on its own clock, to be over
+     * by dl.  From here sends fail with AUR_E_NOT_SENT.  close still
+     * follows, with the same dl, and finishes the job.  Returns at once;
+     * at most once per connection; any thread, never concurrent with
+     * close or reopen.  Without it close does everything.
+     */
+    void (*stop)(struct aur_conn *c, aur_deadline dl);
 };
 
 /* ------------------------------------------------------------------ */

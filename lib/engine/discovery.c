@@ -103,8 +103,8 @@ void aur__tool_free(struct aur__tool *t)
 
 /*
  * What the host keeps for a tool, charged to the App's max_app_memory_bytes
- * account (rpc.h) for as long as the tool lives: its schema tree (its
- * own subtree of the page it came in) and its strings.  The scopes are
+ * account (rpc.h) for as long as the tool lives: its strings, the
+ * schema's canonical text among them.  The scopes are
  * the App's shared defaults or an extension's (small).
  */
 static size_t chunk(size_t n)
@@ -312,7 +312,9 @@ static int bind_tool(struct aur__app *app, struct name_set *names,
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
     t->task_required = needs_task(tj);
-    t->schema = json_object_get(schema);
+    /* The text alone is kept (aur_mcp_tool_at makes the tree when
+     * asked); a tool without it keeps the tree. */
+    t->schema = schema_text ? NULL : json_object_get(schema);
 
     /* Tools whose scopes are the App's defaults share one read-only
      * object (1.6 KB of json-c per tool otherwise); an extension that may

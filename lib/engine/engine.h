@@ -125,11 +125,14 @@ struct aur__app {
     bool opened;
     bool listed;  /* (mcp->mu) a clean pass is in, waiting for the freeze */
     bool frozen;  /* (mcp->mu) its catalog is part of the frozen registry */
+    bool queued;  /* (mcp->mu) in mcp->relist, waiting for a start worker */
 
-    /* startup result (its own thread, read after join) */
+    /* startup, on the start worker running its pass (one at a time; read
+     * by others after the workers are joined) */
     bool began;
     bool skipped; /* aur_mcp_skip_app: left out of this run, as if disabled */
-    size_t turn; /* its place in the start order (enabled Apps, config order) */
+    aur_deadline start_dl; /* the one deadline of its startup */
+    int relists;           /* passes paged again, against max_relist */
     int start_rc;
     int fail_order; /* 1 = the first App to fail */
     char phase[32];
@@ -171,11 +174,13 @@ struct aur_mcp {
     bool active;
     bool shut;
     pthread_mutex_t mu; /* guards the fields below */
-    pthread_cond_t cv;
+    pthread_cond_t cv;  /* the freeze, the gate, cancel */
+    pthread_cond_t wcv; /* start workers waiting for an App */
     bool cancel;        /* first startup failure cancels the rest */
     bool interrupted;   /* aur_mcp_cancel was called */
-    int running;        /* Apps inside their startup transaction */
-    size_t turns;       /* start slots handed out, in config order */
+    size_t next_start;  /* apps[] index of the next first pass */
+    struct aur__app **relist; /* listed Apps that saw a change, FIFO */
+    size_t nrelist, relist_head;
     uint64_t calls_recorded; /* (atomic) record_calls commits, for their ids */
     int failures;
     size_t listed;      /* Apps whose clean pass waits for the freeze */
@@ -235,9 +240,27 @@ void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms);
 /* Dispatch threads: wait until activation's effects may happen (the
  * frozen commits are written); false = startup failed, drop them. */
 bool aur__activation_wait(struct aur_mcp *mcp);
+/* startup.c, from events.c: a change or disconnect that reached app
+ * before it was activated (never with app->mu held): a listed App not yet
+ * frozen pages again.  true: the App froze since (the freeze went past
+ * it), so the change counts as one after the freeze. */
+bool aur__startup_recheck(struct aur__app *app);
+
+/* lifecycle.c: the startup transaction's world commits (when: NULL =
+ * now; data borrowed). */
 void aur__lifecycle_commit(struct aur__app *app, const char *kind,
                            const char *suffix, const char *summary,
                            struct json_object *data);
+void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
+                              const char *suffix, const char *summary,
+                              struct json_object *data, const char *when);
+/* mcp.app.failed of a, why (borrowed) in phase. */
+void aur__commit_failed(struct aur__app *a, const char *phase, int rc,
+                        const char *why, const char *when);
+/* starting/ready/failed of every App that began, in config order. */
+void aur__write_startup_commits(struct aur_mcp *mcp);
+/* mcp.catalog.frozen of every ready App, in config order. */
+void aur__write_frozen_commits(struct aur_mcp *mcp);
 
 /* scope_view.c: the lists of s ({"observe":[..],"publish":[..]}, a
  * missing member is empty).  copy: the strings are copied into the block,

@@ -56,15 +56,6 @@ static struct json_object *subscription_id(struct json_object *params)
     return NULL;
 }
 
-/* Wake whoever waits for the freeze (startup.c): an App that listed
- * cleanly must hear that its catalog changed.  Never with app->mu held. */
-static void wake_freeze(struct aur__app *app)
-{
-    pthread_mutex_lock(&app->mcp->mu);
-    pthread_cond_broadcast(&app->mcp->cv);
-    pthread_mutex_unlock(&app->mcp->mu);
-}
-
 /* On the transport's thread (see on_ordered), so a change sent before a
  * tools/list response is counted before that response is seen.  Returns
  * the notification's stamp. */
@@ -80,18 +71,32 @@ static unsigned count_change(struct aur__app *app, struct json_object *params)
         pthread_mutex_unlock(&app->mu);
         return AUR__RPC_DROP;
     }
+    bool before_freeze = false;
+    int64_t seq = 0;
     if (!app->closing) {
-        app->change_seq++;
+        seq = ++app->change_seq;
         app->changes++;
+        before_freeze = !app->activated;
         if (app->activated && !app->restart_required) {
             app->restart_required = true;
-            app->commit_change_seq = app->change_seq;
+            app->commit_change_seq = seq;
             stamp |= STAMP_COMMIT;
         }
         pthread_cond_broadcast(&app->cv);
     }
     pthread_mutex_unlock(&app->mu);
-    wake_freeze(app);
+    /* Counted before the App was activated: a listed App pages again;
+     * one the freeze went past meanwhile got a stale catalog, which this
+     * change then marks, as one right after the freeze would. */
+    if (before_freeze && aur__startup_recheck(app)) {
+        pthread_mutex_lock(&app->mu);
+        if (!app->closing && !app->restart_required) {
+            app->restart_required = true;
+            app->commit_change_seq = seq;
+            stamp |= STAMP_COMMIT;
+        }
+        pthread_mutex_unlock(&app->mu);
+    }
     /* Only the one change that needs a commit is worth queueing. */
     return (stamp & STAMP_COMMIT) ? stamp : AUR__RPC_DROP;
 }
@@ -145,7 +150,9 @@ void aur__app_mark_disconnected(struct aur__app *app, int rc,
     }
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
-    wake_freeze(app);
+    /* One the freeze went past meanwhile fails at activation (startup.c,
+     * "a disconnect since the clean listing"). */
+    (void)aur__startup_recheck(app);
     if (!commit || !aur__activation_wait(app->mcp))
         return;
     aur__log(app->mcp->log, AUR_LOG_WARN, app->tag,
@@ -227,8 +234,6 @@ static void on_notification(void *ud, const char *method,
     if (strcmp(method, "notifications/tools/list_changed") == 0) {
         if (stamp & STAMP_COMMIT)
             commit_change(app);
-    } else if (strcmp(method, "notifications/subscriptions/acknowledged") == 0) {
-        listen_acknowledged(app, params);
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         struct json_object *rid = NULL;
         json_object_object_get_ex(params, "requestId", &rid);
@@ -332,6 +337,13 @@ static unsigned on_ordered(void *ud, const char *method,
     if (strcmp(method, "notifications/tools/list_changed") == 0 &&
         !ext_for(app, method))
         return count_change(app, params);
+    /* Quick and never blocking, so handled here: every modern App sends
+     * one, and it alone would need the App's dispatch thread. */
+    if (strcmp(method, "notifications/subscriptions/acknowledged") == 0 &&
+        !ext_for(app, method)) {
+        listen_acknowledged(app, params);
+        return AUR__RPC_DROP;
+    }
     pthread_mutex_lock(&app->mu);
     if (app->activated && !app->closing)
         stamp |= STAMP_ACTIVE;

@@ -182,6 +182,7 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
     }
     pthread_mutex_init(&mcp->mu, NULL);
     aur__mono_cond_init(&mcp->cv);
+    pthread_cond_init(&mcp->wcv, NULL);
     rc = aur__config_load_host(config_dir, &mcp->cfg, &diag, err);
     if (rc == AUR_OK)
         rc = aur__log_open(mcp->cfg->log_level, mcp->cfg->log_file,
@@ -298,6 +299,7 @@ void aur_mcp_destroy(struct aur_mcp *h)
         h->views = next;
     }
     free(h->apps);
+    free(h->relist);
     free(h->exts);
     free(h->tdefs);
     free(h->tplugins);
@@ -306,6 +308,7 @@ void aur_mcp_destroy(struct aur_mcp *h)
     aur__config_free(h->cfg);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
+    pthread_cond_destroy(&h->wcv);
     free(h);
 }
 

@@ -13,6 +13,7 @@
 #include "aur_perturb.h"
 #include "clock.h"
 #include "engine.h"
+#include "fdlimit.h"
 #include "jsonx.h"
 #include "log.h"
 
@@ -371,10 +372,35 @@ static int check_event_mode(struct aur__app *app, struct aur_error *err)
     return AUR_OK;
 }
 
+/* A transport that ran out of descriptors (its errno in err->detail:
+ * positive, where HTTP statuses and JSON-RPC codes never are EMFILE or
+ * ENFILE) is said so in words, with the limit, unless it said so itself:
+ * "out of file descriptors (EMFILE, limit 1024): <the transport's
+ * message>".  Any transport, ours or not. */
+static int say_fd_exhausted(int rc, struct aur_error *err)
+{
+    char what[96];
+    size_t w, m;
+
+    if (rc == AUR_OK || !aur__fd_exhausted(err->detail) ||
+        strstr(err->msg, AUR__FD_WORDS))
+        return rc;
+    aur__fd_text(err->detail, what, sizeof what - 2);
+    strcat(what, ": ");
+    w = strlen(what);
+    m = strnlen(err->msg, sizeof err->msg - 1);
+    if (w + m > sizeof err->msg - 1) /* the end of the message goes */
+        m = sizeof err->msg - 1 - w;
+    memmove(err->msg + w, err->msg, m);
+    memcpy(err->msg, what, w);
+    err->msg[w + m] = '\0';
+    return rc;
+}
+
 /* A fresh process: what the old one's end said is no longer true. */
 static int reopen(struct aur__app *app, aur_deadline dl, struct aur_error *err)
 {
-    int rc = aur__rpc_reopen(app->rpc, dl, err);
+    int rc = say_fd_exhausted(aur__rpc_reopen(app->rpc, dl, err), err);
     if (rc != AUR_OK)
         return rc;
     pthread_mutex_lock(&app->mu);
@@ -447,6 +473,7 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     struct aur__rpc *rpc;
     rc = aur__rpc_open(&app->transport->ops.t, app->transport->state,
                        &app->cfg->endpoint, &h, &lim, app->tag, dl, &rpc, err);
+    rc = say_fd_exhausted(rc, err);
     if (rc != AUR_OK)
         return rc;
     pthread_mutex_lock(&app->mu);

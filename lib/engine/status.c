@@ -8,9 +8,12 @@
 #include "engine.h"
 #include "grow.h"
 #include "jsonx.h"
+#include "nosigpipe.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -53,7 +56,37 @@ struct writer {
     struct aur__buf b;
     int rc;
     struct aur_error *err;
+    int fd; /* -1: all of it into b; else b goes out to fd as it fills */
 };
+
+/* With an fd, what b holds goes out once it passes this: the document
+ * for a thousand Apps is tens of megabytes, never held whole. */
+#define FLUSH_AT ((size_t)64 << 10)
+
+static void flush(struct writer *w, bool all)
+{
+    struct aur__nosigpipe ns;
+    size_t done = 0;
+
+    if (w->fd < 0 || w->rc != AUR_OK || (!all && w->b.n < FLUSH_AT))
+        return;
+    aur__nosigpipe_begin(&ns);
+    while (done < w->b.n) {
+        ssize_t n = write(w->fd, w->b.p + done, w->b.n - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : EIO;
+            aur__nosigpipe_end(&ns, e == EPIPE);
+            w->rc = aur_fail(w->err, AUR_E_IO, e, "cannot write the status: "
+                             "%s", strerror(e));
+            return;
+        }
+        done += (size_t)n;
+    }
+    aur__nosigpipe_end(&ns, false);
+    w->b.n = 0;
+}
 
 static void raw_n(struct writer *w, const char *s, size_t n)
 {
@@ -134,7 +167,7 @@ static int finish(struct writer *w, char **out, size_t *len)
 int aur__tool_text(const struct aur__tool *t, char **out, size_t *len,
                    struct aur_error *err)
 {
-    struct writer w = {{0}, AUR_OK, err};
+    struct writer w = {{0}, AUR_OK, err, -1};
 
     tool_put(&w, t, false);
     return finish(&w, out, len);
@@ -216,36 +249,56 @@ int aur_mcp_restart_required(struct aur_mcp *h)
     return any;
 }
 
+static void status_put(struct writer *w, struct aur_mcp *h, int with_tools)
+{
+    raw(w, "{\"apps\":[");
+    for (size_t i = 0; i < h->napps && w->rc == AUR_OK; i++) {
+        struct json_object *a = app_json(h, &h->apps[i]);
+        if (i)
+            raw(w, ",");
+        if (!a)
+            w->rc = aur_fail(w->err, AUR_E_NOMEM, ENOMEM, "out of memory");
+        value(w, a);
+        json_object_put(a);
+        flush(w, false);
+    }
+    raw(w, h->cfg->mcp_enabled ? "],\"platform_enabled\":true"
+                               : "],\"platform_enabled\":false");
+    raw(w, aur_mcp_restart_required(h) ? ",\"restart_required\":true"
+                                       : ",\"restart_required\":false");
+    if (with_tools) {
+        raw(w, ",\"tools\":[");
+        for (size_t i = 0; i < h->nregistry && w->rc == AUR_OK; i++) {
+            if (i)
+                raw(w, ",");
+            tool_put(w, h->registry[i], true);
+            flush(w, false);
+        }
+        raw(w, "]");
+    }
+    raw(w, "}");
+}
+
 int aur__status_text(struct aur_mcp *h, int with_tools, char **out,
                      size_t *len, struct aur_error *err)
 {
-    struct writer w = {{0}, AUR_OK, err};
+    struct writer w = {{0}, AUR_OK, err, -1};
 
-    raw(&w, "{\"apps\":[");
-    for (size_t i = 0; i < h->napps && w.rc == AUR_OK; i++) {
-        struct json_object *a = app_json(h, &h->apps[i]);
-        if (i)
-            raw(&w, ",");
-        if (!a)
-            w.rc = aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
-        value(&w, a);
-        json_object_put(a);
-    }
-    raw(&w, h->cfg->mcp_enabled ? "],\"platform_enabled\":true"
-                                : "],\"platform_enabled\":false");
-    raw(&w, aur_mcp_restart_required(h) ? ",\"restart_required\":true"
-                                        : ",\"restart_required\":false");
-    if (with_tools) {
-        raw(&w, ",\"tools\":[");
-        for (size_t i = 0; i < h->nregistry && w.rc == AUR_OK; i++) {
-            if (i)
-                raw(&w, ",");
-            tool_put(&w, h->registry[i], true);
-        }
-        raw(&w, "]");
-    }
-    raw(&w, "}");
+    status_put(&w, h, with_tools);
     return finish(&w, out, len);
+}
+
+int aur_mcp_status_write(struct aur_mcp *h, int with_tools, int fd,
+                         struct aur_error *err)
+{
+    struct writer w = {{0}, AUR_OK, err, fd};
+
+    if (!h || fd < 0)
+        return aur_fail(err, AUR_E_INVAL, 0, "no host or no descriptor");
+    status_put(&w, h, with_tools);
+    flush(&w, true);
+    free(w.b.p);
+    return w.rc;
 }
 
 /* The tree is the text parsed back: one writer for both forms.  Nesting
@@ -255,8 +308,8 @@ struct json_object *aur_mcp_status_jsonc(struct aur_mcp *h, int with_tools)
 {
     struct json_object *o = NULL;
     struct aur_error err;
-    char *text;
-    size_t n;
+    char *text = NULL;
+    size_t n = 0;
 
     if (aur__status_text(h, with_tools, &text, &n, &err) != AUR_OK)
         return NULL;
@@ -272,7 +325,34 @@ size_t aur_mcp_tool_count(const struct aur_mcp *h)
     return h->nregistry;
 }
 
+/* An App's tool keeps its schema as canonical text alone: the json-c
+ * tree of even a small schema is some 2 KiB, most of what a tool cost
+ * to hold.  The tree aur_tool_info promises is made the first time
+ * somebody asks for this tool, and kept until destroy. */
+static pthread_mutex_t schema_mu = PTHREAD_MUTEX_INITIALIZER;
+
 const struct aur_tool_info *aur_mcp_tool_at(const struct aur_mcp *h, size_t i)
 {
-    return i < h->nregistry ? &h->registry[i]->info : NULL;
+    struct aur__tool *t;
+
+    if (i >= h->nregistry)
+        return NULL;
+    t = h->registry[i];
+    if (t->schema_text &&
+        !__atomic_load_n(&t->info.input_schema, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&schema_mu);
+        if (!t->info.input_schema) {
+            struct json_object *o = NULL;
+            struct aur_error err;
+            /* It was parsed once already, within the same depth. */
+            if (aur__json_parse_mem(t->schema_text, t->schema_len,
+                                    AUR__JSON_MAX_DEPTH, 0, &o, NULL,
+                                    &err) == AUR_OK) {
+                t->schema = o;
+                __atomic_store_n(&t->info.input_schema, o, __ATOMIC_RELEASE);
+            }
+        }
+        pthread_mutex_unlock(&schema_mu);
+    }
+    return &t->info;
 }

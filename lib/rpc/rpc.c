@@ -44,11 +44,6 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
         rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
         goto fail;
     }
-    if (pthread_create(&r->thread, NULL, aur__rpc_dispatch_main, r) != 0) {
-        rc = aur_fail(err, AUR_E_NOMEM, errno, "cannot start dispatch thread");
-        goto fail;
-    }
-    r->thread_started = true;
     rc = ops->open(tstate, endpoint, &r->sink, dl, &r->conn, &caps, err);
     if (rc != AUR_OK)
         goto fail;
@@ -73,8 +68,9 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     pthread_cond_signal(&r->qcv);
     pthread_cond_broadcast(&r->qspace);
     pthread_cond_broadcast(&r->fcv);
+    bool started = r->thread_started; /* none is made from here on */
     pthread_mutex_unlock(&r->mu);
-    if (r->thread_started)
+    if (started)
         pthread_join(r->thread, NULL);
     if (r->conn)
         r->ops->close(r->conn, dl);
@@ -97,6 +93,12 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     free(r);
 }
 
+void aur__rpc_stop(struct aur__rpc *r, aur_deadline dl)
+{
+    if (r && r->conn && AUR_HAS(r->ops, stop))
+        r->ops->stop(r->conn, dl);
+}
+
 int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
                     struct aur_error *err)
 {
@@ -114,7 +116,8 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
      * must land before the owner starts on the new connection, not after
      * it.  Bounded by dl; a handler's own waits are bounded too. */
     while (r->handling && r->handling_gen != r->gen &&
-           !pthread_equal(pthread_self(), r->thread)) /* not a handler's */
+           !pthread_equal(pthread_self(), r->thread)) /* not a handler's
+                                                     (handling: it exists) */
         if (aur__cond_wait_until(&r->hcv, &r->mu, dl) == ETIMEDOUT) {
             pthread_mutex_unlock(&r->mu);
             return aur_fail(err, AUR_E_TIMEOUT, 0,

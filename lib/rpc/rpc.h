@@ -128,6 +128,11 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
  * transport (bounded by dl), fail every waiter with AUR_E_CLOSED and
  * free.  NULL allowed. */
 void aur__rpc_close(struct aur__rpc *r, aur_deadline dl);
+/* Begin the close without waiting (the transport's stop, when it has
+ * one): the server is told to leave and its escalation runs toward dl
+ * while the owner closes others.  aur__rpc_close still follows.  The
+ * owner's thread, never concurrent with close or reopen. */
+void aur__rpc_stop(struct aur__rpc *r, aur_deadline dl);
 
 /* Restart the transport from scratch (transport reopen hook), failing
  * current waiters.  AUR_E_STATE if the transport cannot.  When it

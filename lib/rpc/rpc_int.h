@@ -109,8 +109,12 @@ struct aur__rpc {
                       charges (aur__rpc_mem_adjust); read without mu by
                       the reader (atomic) */
     bool stopping;  /* close began: the queue drains, then the thread ends */
+    /* The dispatch thread exists from the first item queued (mu): most
+     * Apps never send anything that needs it, and a thread per App that
+     * waits for nothing was half the host's threads. */
     pthread_t thread;
     bool thread_started;
+    bool thread_failed; /* (mu) it could not be made: logged once */
 };
 
 /* ---- rpc_recv.c ---------------------------------------------------- */

@@ -3,7 +3,8 @@
  *
  * Notifications, server requests, responses to detached requests and the
  * end of the connection are handled one at a time on this thread, in
- * arrival order, so the owner's handlers never run concurrently.
+ * arrival order, so the owner's handlers never run concurrently.  The
+ * thread is made when the first item is queued.
  */
 #include "aur_setup.h"
 
@@ -28,6 +29,28 @@ static bool queue_full(const struct aur__rpc *r, const struct aur__qitem *q)
         return true;
     return r->lim.max_queue_bytes && r->qbytes > 0 &&
            r->qbytes + q->mem > r->lim.max_queue_bytes;
+}
+
+/* The dispatch thread, made when the first item is queued (none once
+ * close began: what arrives then is only freed).  false, with errno set,
+ * the first time it cannot be made; it is tried again with each item.
+ * r->mu held. */
+static bool start_thread(struct aur__rpc *r)
+{
+    int e;
+
+    if (r->thread_started || r->stopping)
+        return true;
+    e = pthread_create(&r->thread, NULL, aur__rpc_dispatch_main, r);
+    if (e == 0) {
+        r->thread_started = true;
+        return true;
+    }
+    errno = e;
+    if (r->thread_failed)
+        return true; /* said already */
+    r->thread_failed = true;
+    return false;
 }
 
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
@@ -77,8 +100,14 @@ void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
     r->qbytes += q->mem;
     if (r->qbytes > r->stats.queue_bytes_peak)
         r->stats.queue_bytes_peak = r->qbytes;
+    bool failed = !start_thread(r);
     pthread_cond_signal(&r->qcv);
     pthread_mutex_unlock(&r->mu);
+    if (failed)
+        aur__log(r->h.log, AUR_LOG_ERROR, r->tag,
+                 "cannot start the dispatch thread (%s): what the server "
+                 "sends that answers no request waits unhandled",
+                 strerror(errno));
 }
 
 bool aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,

@@ -252,6 +252,8 @@ struct http_xfer {
     int attempts;    /* connections this hop was about to use */
     bool announced;  /* J_GET: its status went to get_state */
     bool *sent;      /* the job's: a request may have left (every hop) */
+    int fd_errno;    /* EMFILE/ENFILE: a connection's descriptor could
+                        not be made (its socket, or a file TLS opens) */
 };
 
 /* The job was cancelled, or the connection is closing (takes c->mu). */

@@ -12,13 +12,17 @@
 #define _GNU_SOURCE
 #include "http_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <json-c/json.h>
+#include <openssl/err.h>
 
 #include "aur_perturb.h"
+#include "fdlimit.h"
 
 #define MAX_HOPS 5
 #define GRACE_MS 1000          /* let the core's own timeout fire first */
@@ -258,6 +262,39 @@ static int no_rewind(void *ud, curl_off_t off, int origin)
     return CURL_SEEKFUNC_CANTSEEK;
 }
 
+/* curl's own socket() (close-on-exec added), for what curl does not
+ * tell: the errno of a socket that could not be made (its
+ * CURLINFO_OS_ERRNO stays 0 then). */
+static curl_socket_t open_socket(void *ud, curlsocktype purpose,
+                                 struct curl_sockaddr *a)
+{
+    struct http_xfer *x = ud;
+    int fd;
+
+    (void)purpose;
+    fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (fd < 0) {
+        if (aur__fd_exhausted(errno))
+            x->fd_errno = errno;
+        return CURL_SOCKET_BAD;
+    }
+    return fd;
+}
+
+/* A file TLS could not open for lack of a descriptor (the CA bundle:
+ * curl says only "error setting certificate file") is a system error in
+ * this thread's OpenSSL queue, which is cleared before each transfer. */
+static int tls_fd_errno(void)
+{
+    unsigned long e;
+    int found = 0;
+
+    while ((e = ERR_get_error()) != 0)
+        if (ERR_SYSTEM_ERROR(e) && aur__fd_exhausted(ERR_GET_REASON(e)))
+            found = ERR_GET_REASON(e);
+    return found;
+}
+
 static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
                  bool same_origin, struct curl_slist **hdrs, char *errbuf)
 {
@@ -302,6 +339,8 @@ static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
     curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
     if (j->kind == J_LISTEN || j->kind == J_GET)
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     if (j->kind == J_GET) {
@@ -369,7 +408,11 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
             http_xfer_after(&x);
             break;
         }
+        ERR_clear_error();
         cc = perform(hc, &x, &timed_out);
+        if (cc != CURLE_OK && !x.fd_errno)
+            x.fd_errno = tls_fd_errno();
+        ERR_clear_error();
         curl_slist_free_all(hdrs);
         if (x.btype == B_UNSET)
             http_xfer_classify(&x);
@@ -389,7 +432,12 @@ void http_job_run(struct http_curl *hc, struct http_job *j)
                             "transport: the connection was lost after the "
                             "request may have been sent, and it is never "
                             "sent twice (%s)", why);
-            else
+            else if (x.fd_errno) {
+                char fb[96];
+                http_end_request(&x, AUR_E_IO, NULL,
+                            "transport: %s: cannot open a connection (%s)",
+                            aur__fd_text(x.fd_errno, fb, sizeof fb), why);
+            } else
                 http_end_request(&x, AUR_E_IO, NULL, "transport: %s", why);
             http_xfer_after(&x);
             break;

@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
+#include "nosigpipe.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -116,15 +118,15 @@ int stdio_cgroup_make(int base, unsigned seq, struct stdio_shim_args *a)
     if (e == 0 && (a->cg_events = openat(d, "cgroup.events",
                                          O_RDONLY | O_CLOEXEC)) < 0)
         e = errno;
-    if (e == 0 && (a->cg_dir = fcntl(base, F_DUPFD_CLOEXEC, 3)) < 0)
-        e = errno;
+    if (e == 0)
+        a->cg_dir = base; /* borrowed: one for all Apps */
     if (d >= 0)
         close(d);
     if (e != 0) {
         close_fd(&a->cg_procs);
         close_fd(&a->cg_kill);
         close_fd(&a->cg_events);
-        close_fd(&a->cg_dir);
+        a->cg_dir = -1;
         unlinkat(base, a->cg_name, AT_REMOVEDIR);
         a->cg_name[0] = '\0';
     }
@@ -181,6 +183,27 @@ void stdio_contain_clear(struct stdio_contain *ct)
  * never reach a stranger. */
 void stdio_contain_term(pid_t shim) { kill(shim, SIGTERM); }
 
+bool stdio_contain_stop(const struct stdio_contain *ct, uint32_t term_ms,
+                        uint32_t kill_ms)
+{
+    char msg[STDIO_STOP_LEN];
+    struct aur__nosigpipe ns;
+    ssize_t n;
+
+    if (ct->ctl_w < 0)
+        return false;
+    msg[0] = STDIO_STOP_MSG;
+    memcpy(msg + 1, &term_ms, sizeof term_ms);
+    memcpy(msg + 1 + sizeof term_ms, &kill_ms, sizeof kill_ms);
+    /* Less than PIPE_BUF into a pipe nobody else writes after the frame:
+     * whole or not at all, and never blocking for long. */
+    aur__nosigpipe_begin(&ns);
+    while ((n = write(ct->ctl_w, msg, sizeof msg)) < 0 && errno == EINTR)
+        ;
+    aur__nosigpipe_end(&ns, n < 0 && errno == EPIPE);
+    return n == (ssize_t)sizeof msg;
+}
+
 void stdio_contain_kill(pid_t shim)
 {
     kill(shim, SIGCONT); /* the App may have stopped it */
@@ -213,7 +236,7 @@ int stdio_contain_release(struct stdio_contain *ct)
         }
     }
     close_fd(&ct->cg_kill);
-    close_fd(&ct->cg_dir);
+    ct->cg_dir = -1; /* the spawner's, borrowed */
     if (e == 0)
         ct->cg_name[0] = '\0';
     return e;

@@ -347,6 +347,67 @@ static int drain_signals(void)
     return what;
 }
 
+/*
+ * The host's stop (stdio_contain_stop): after its message on the
+ * lifeline, SIGTERM is relayed at term_at and everything is killed at
+ * kill_at, on this process's clock, so the host can stop many Apps at
+ * once and wait for them side by side.
+ */
+struct stop {
+    char msg[STDIO_STOP_LEN];
+    size_t got;
+    int64_t term_at, kill_at; /* stdio_mono_ms; -1: not set, or done */
+};
+
+/* Read the lifeline: W_KILL at EOF (every copy of the host's end closed,
+ * the host is gone); a whole stop message sets the clock (only the
+ * first counts). */
+static int read_life(struct stop *st)
+{
+    ssize_t n = read(FD_LIFE, st->msg + st->got, sizeof st->msg - st->got);
+
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+        return W_KILL;
+    if (n > 0 && (st->got += (size_t)n) == sizeof st->msg) {
+        uint32_t term, kill;
+        memcpy(&term, st->msg + 1, sizeof term);
+        memcpy(&kill, st->msg + 1 + sizeof term, sizeof kill);
+        if (st->msg[0] == STDIO_STOP_MSG && st->kill_at < 0 && kill >= term) {
+            int64_t now = stdio_mono_ms();
+            st->term_at = now + term;
+            st->kill_at = now + kill;
+        }
+        st->got = 0;
+    }
+    return 0;
+}
+
+/* What the stop's clock says is due now. */
+static int stop_due(struct stop *st)
+{
+    int64_t now = stdio_mono_ms();
+    int what = 0;
+
+    if (st->term_at >= 0 && now >= st->term_at) {
+        st->term_at = -1;
+        what |= W_TERM;
+    }
+    if (st->kill_at >= 0 && now >= st->kill_at)
+        what |= W_KILL;
+    return what;
+}
+
+/* poll's timeout: until the next step of the stop, or none. */
+static int stop_timeout(const struct stop *st)
+{
+    int64_t next = st->term_at >= 0 ? st->term_at : st->kill_at;
+    int64_t left = next - stdio_mono_ms();
+
+    if (next < 0)
+        return -1;
+    return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
 static bool cg_populated(void)
 {
     char buf[256];
@@ -358,6 +419,15 @@ static bool cg_populated(void)
     buf[n] = '\0';
     p = strstr(buf, "populated ");
     return p && p[10] == '1';
+}
+
+/* Until the cgroup has no live member, or until (cgroup.events says). */
+static void cg_wait_empty(int64_t until)
+{
+    while (cg_populated() && stdio_mono_ms() < until) {
+        struct pollfd p = {.fd = FD_CGEVENTS, .events = POLLPRI};
+        poll(&p, 1, SHIM_ROUND_MS);
+    }
 }
 
 static void kill_all(struct shim *s)
@@ -373,12 +443,20 @@ static void kill_all(struct shim *s)
     if (!s->app_alive && !has_children() && !(s->cgroup && cg_populated()))
         goto done;
     for (;;) {
-        int found;
+        int found = 0;
         if (s->cgroup)
             (void)!write(FD_CGKILL, "1", 1);
         if (s->app_alive)
             kill(-s->app, SIGKILL);
-        found = walk(s, SIGKILL, 0);
+        /* cgroup.kill reached every member at once; a descendant outside
+         * the cgroup is left only if one of ours, reparented to us, is.
+         * The walk is for that case alone: hundreds of supervisors
+         * killing at the same moment must not each read all of /proc. */
+        if (s->cgroup)
+            cg_wait_empty(until);
+        reap(s);
+        if (!s->cgroup || has_children())
+            found = walk(s, SIGKILL, 0);
         reap(s);
         if (found == 0 && !has_children())
             break;
@@ -540,7 +618,9 @@ static int place_fds(const int *src, int *err_fd)
         hi[i] = -1;
         if (src[i] >= 0 &&
             (hi[i] = fcntl(src[i], F_DUPFD_CLOEXEC, FD_HIGH)) < 0)
-            return errno;
+            /* EINVAL: FD_HIGH is at or past RLIMIT_NOFILE, which is
+             * running out of descriptors as much as EMFILE is. */
+            return errno == EINVAL ? EMFILE : errno;
     }
     *err_fd = hi[FD_STATUS];
     for (int i = 0; i < FD_NSLOTS; i++) {
@@ -611,6 +691,7 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
         }
     }
     memset(&s, 0, sizeof s);
+    struct stop st = {.term_at = -1, .kill_at = -1};
     s.self = getpid();
     s.cgroup = a->cg_kill >= 0 && a->cg_events >= 0 && a->cg_dir >= 0;
     s.life = a->fd_life >= 0;
@@ -633,16 +714,13 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
                               {.fd = FD_LIFE, .events = POLLIN}};
         int what = 0;
 
-        if (poll(p, s.life ? 2 : 1, -1) < 0 && errno != EINTR)
+        if (poll(p, s.life ? 2 : 1, stop_timeout(&st)) < 0 && errno != EINTR)
             break;
         if (p[0].revents)
             what = drain_signals();
-        if (s.life && p[1].revents) {
-            char b[64];
-            ssize_t n = read(FD_LIFE, b, sizeof b);
-            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-                what |= W_KILL; /* every copy of the host's end closed */
-        }
+        if (s.life && p[1].revents)
+            what |= read_life(&st);
+        what |= stop_due(&st);
         reap(&s);
         if ((what & W_KILL) || !s.app_alive)
             break;

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
+#include "fdlimit.h"
 #include "grow.h"
 #include "nosigpipe.h"
 
@@ -61,7 +62,9 @@ struct stdio_spawner {
     struct stdio_exec_job *job; /* (mu) the one job being served */
     /* Set at create, then the spawner thread's. */
     enum stdio_contain_mode mode;
-    int cg_base;      /* our own cgroup directory, -1: none */
+    int cg_base;      /* our own cgroup directory, -1: none; the Apps'
+                         cgroups borrow it until destroy */
+    bool cg_off;      /* making cgroups there was refused: no more */
     unsigned cg_seq;  /* names of the Apps' cgroups */
     char *supervisor; /* the supervisor program's path (NULL: unknown) */
     bool supervisor_ok; /* ... and it is there, executable */
@@ -150,20 +153,24 @@ static int cgroup_unique(struct stdio_spawner *sp, struct stdio_shim_args *a)
     return e;
 }
 
-/* The App's cgroup, if this spawner uses them.  0 or an errno (only
- * when containment = cgroup; auto starts the App without one). */
+/* The App's cgroup, if this spawner uses them.  0 or an errno (when
+ * containment = cgroup, or when the host is out of descriptors: auto
+ * starts the App without a cgroup only when it may not have one, never
+ * because the descriptor limit was reached, which would fail the very
+ * next pipe anyway). */
 static int make_cgroup(struct stdio_spawner *sp, struct stdio_shim_args *a)
 {
     int e;
 
-    if (sp->cg_base < 0)
+    if (sp->cg_base < 0 || sp->cg_off)
         return 0;
     e = cgroup_unique(sp, a);
-    if (e == 0 || sp->mode == STDIO_CONTAIN_CGROUP)
+    if (e == 0 || sp->mode == STDIO_CONTAIN_CGROUP || aur__fd_exhausted(e))
         return e;
     if (e == EACCES || e == EPERM || e == EROFS) {
-        /* Not ours to write after all: stop trying. */
-        close_fd(&sp->cg_base);
+        /* Not ours to write after all: stop trying.  (Kept open: Apps
+         * started before borrow it, stdio_cgroup_make.) */
+        sp->cg_off = true;
     }
     return 0;
 }
@@ -292,17 +299,27 @@ static int start_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
         .host = getpid(),
     };
     j->st_r = j->life_w = -1;
+    j->step = "find the supervisor program";
     if (!sp->supervisor_ok)
         return ELIBACC;
-    if (pipe2(st, O_CLOEXEC) != 0 || pipe2(life, O_CLOEXEC) != 0) {
+    j->step = "create the supervisor's status pipe";
+    if (pipe2(st, O_CLOEXEC) != 0) {
+        e = errno;
+        goto out;
+    }
+    j->step = "create the supervisor's lifeline pipe";
+    if (pipe2(life, O_CLOEXEC) != 0) {
         e = errno;
         goto out;
     }
     j->a.fd_status = st[1];
     j->a.fd_life = life[0];
+    j->step = "make the App's cgroup";
     e = make_cgroup(sp, &j->a);
-    if (e == 0)
+    if (e == 0) {
+        j->step = "spawn the supervisor";
         e = spawn_supervisor(sp, &j->a, j->title, &j->pid);
+    }
 out:
     close_fd(&st[1]);
     close_fd(&life[0]);
@@ -310,6 +327,8 @@ out:
     j->life_w = life[1];
     if (e != 0)
         job_close(j);
+    else
+        j->step = NULL;
     return e;
 }
 
@@ -352,7 +371,11 @@ static int finish_job(struct stdio_exec_job *j)
         while (n < 0 && errno == EINTR);
         if (n == 0) {
             e = ETIMEDOUT;
+            j->step = "wait for the App's exec";
         } else {
+            /* Its own setup (the App's pipes onto 0..2, the signal
+             * state, the cgroup, the working directory) or the exec. */
+            j->step = "set up the App in the supervisor, or exec it";
             /* EOF (n == 0) is a successful exec: the supervisor closed
              * its end after forking the App, and exec closed the App's. */
             do
@@ -361,6 +384,8 @@ static int finish_job(struct stdio_exec_job *j)
             if (n != (ssize_t)sizeof e)
                 e = n == 0 ? 0 : EIO;
         }
+    } else {
+        j->step = "build the supervisor's frame";
     }
     if (e != 0) {
         /* The App never ran, or hangs before exec: the supervisor's
@@ -381,6 +406,7 @@ static int finish_job(struct stdio_exec_job *j)
     j->a.cg_dir = j->a.cg_kill = -1;
     memcpy(j->ct.cg_name, j->a.cg_name, sizeof j->ct.cg_name);
     job_close(j);
+    j->step = NULL;
     return 0;
 }
 
@@ -534,8 +560,10 @@ static int ensure_thread(struct stdio_spawner *sp)
 int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
                       struct stdio_exec_job *j)
 {
-    int rc = resolve(command, &j->path);
+    int rc;
 
+    j->step = "find the command";
+    rc = resolve(command, &j->path);
     if (rc != 0)
         return rc;
     j->done = false;
@@ -543,6 +571,8 @@ int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
     stdio_contain_clear(&j->ct);
     pthread_mutex_lock(&sp->mu);
     rc = ensure_thread(sp);
+    if (rc != 0)
+        j->step = "start the spawner thread";
     if (rc == 0) {
         /* Both waits end: a job takes at most EXEC_WAIT_MS plus a fork. */
         while (sp->job)

@@ -79,7 +79,8 @@ struct stdio_state {
 /* The host's handle on one App's containment (stdio_contain.c). */
 struct stdio_contain {
     int ctl_w;         /* host end of the supervisor's lifeline, -1 none */
-    int cg_dir;        /* directory holding the App's cgroup, -1: none */
+    int cg_dir;        /* directory holding the App's cgroup (the
+                          spawner's, borrowed), -1: none */
     int cg_kill;       /* that cgroup's cgroup.kill, -1 none */
     char cg_name[64];  /* the App's cgroup, a name under cg_dir */
 };
@@ -101,6 +102,9 @@ struct stdio_child {
     bool err_done;     /* (mu) stderr at EOF */
     bool reported;     /* (mu) on_closed was called */
     bool retired;      /* (mu) close/reopen began: no more sink calls */
+    bool stopping;     /* (mu) the escalation began (stdio_child_begin_stop) */
+    bool told;         /* (mu) ... and the supervisor runs it */
+    int64_t term_at, kill_at; /* (mu) its steps, host time */
     int busy;          /* (mu) sink calls in progress */
     int exit_code;     /* (mu) siginfo si_code: CLD_EXITED, CLD_KILLED.. */
     int exit_status;   /* (mu) exit status or signal number */
@@ -151,7 +155,9 @@ struct aur_conn {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     bool writing;      /* (mu) the write token is taken */
-    bool closing;      /* (mu) close began */
+    bool closing;      /* (mu) stop or close began: no more sends */
+    bool stop_pending; /* (mu) stop came while a send held the token */
+    aur_deadline stop_dl; /* (mu) ... and its deadline */
     struct stdio_child *child; /* token holder only; NULL after a failed
                                   reopen */
 };
@@ -164,6 +170,11 @@ struct aur_conn {
 int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                       aur_deadline dl, struct aur_error *err);
 
+/* Begin ending the child without waiting: close its stdin and hand the
+ * escalation toward dl to its supervisor.  Once; any later call, and
+ * stdio_child_stop, go on from there.  Only when no write is under way
+ * (the caller holds or has settled the write token). */
+void stdio_child_begin_stop(struct stdio_child *ch, aur_deadline dl);
 /* Stop sink calls, close stdin, escalate (wait, SIGTERM, SIGKILL of
  * everything the App started, through its supervisor) within dl as
  * documented in stdio_plugin.c, reap, join the I/O thread, remove the
@@ -197,6 +208,8 @@ struct stdio_exec_job {
     int64_t wait_ms;           /* for the exec: what is left of the deadline */
     pid_t pid;                 /* out: the supervisor, its own group leader */
     struct stdio_contain ct;   /* out: the App's containment handle */
+    const char *step;          /* out, on failure: what failed ("create the
+                                  status pipe", ...), static text */
     /* private to stdio_exec.c */
     char *path;
     int rc;
@@ -248,6 +261,10 @@ const char *stdio_spawner_supervisor(const struct stdio_spawner *sp);
  * cg_required ("0"/"1"), argc, argv[0..argc), envc, envp[0..envc). */
 #define STDIO_SUPERVISOR "aur-contain"
 #define STDIO_FRAME_MAX ((size_t)16 << 20)
+/* The host's stop on the lifeline, after the frame: STDIO_STOP_MSG, then
+ * two uint32 (host byte order): ms from now to SIGTERM, ms to the kill. */
+#define STDIO_STOP_MSG 'S'
+#define STDIO_STOP_LEN (1 + 2 * sizeof(uint32_t))
 
 
 /* The supervisor's life after its arguments are read.  Never returns. */
@@ -272,8 +289,9 @@ int64_t stdio_mono_ms(void);
 /* Our own cgroup v2 directory (O_DIRECTORY), or -1 with *why set. */
 int stdio_cgroup_base(const char **why);
 /* Make "aurora-mcp-<pid>-<seq>" under base and open its files for a
- * supervisor (a->cg_*, a->cg_name; cg_dir is a dup of base).  0 or an
- * errno, with nothing left behind. */
+ * supervisor (a->cg_*, a->cg_name; cg_dir is base itself, borrowed: a
+ * descriptor of the same directory per App cost every later spawn's
+ * exec one more to close).  0 or an errno, with nothing left behind. */
 int stdio_cgroup_make(int base, unsigned seq, struct stdio_shim_args *a);
 /* Remove the empty cgroups of hosts that are gone (SIGKILL leaves one
  * behind when the supervisor could not remove it). */
@@ -286,6 +304,11 @@ void stdio_contain_clear(struct stdio_contain *ct);
  * kill: SIGCONT and SIGUSR1: it kills all of them, reaps them and exits
  * with the App's status.  backstop: cgroup.kill, and SIGKILL to the
  * supervisor's group (the App then dies of its parent-death signal). */
+/* stop: the whole escalation, handed to the supervisor to run on its own
+ * clock (SIGTERM after term_ms, the kill after kill_ms).  false: it could
+ * not be told (gone already); the host then escalates itself. */
+bool stdio_contain_stop(const struct stdio_contain *ct, uint32_t term_ms,
+                        uint32_t kill_ms);
 void stdio_contain_term(pid_t shim);
 void stdio_contain_kill(pid_t shim);
 void stdio_contain_backstop(const struct stdio_contain *ct, pid_t shim);

@@ -249,6 +249,17 @@ static int token_take(struct aur_conn *c, aur_deadline dl,
 static void token_give(struct aur_conn *c)
 {
     pthread_mutex_lock(&c->mu);
+    if (c->stop_pending) {
+        /* A stop came during the write: stdin is free now.  Still with
+         * the token, so close (which waits for it) cannot free the child
+         * under us. */
+        aur_deadline dl = c->stop_dl;
+        c->stop_pending = false;
+        pthread_mutex_unlock(&c->mu);
+        if (c->child)
+            stdio_child_begin_stop(c->child, dl);
+        pthread_mutex_lock(&c->mu);
+    }
     c->writing = false;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
@@ -293,6 +304,25 @@ static int stdio_send(struct aur_conn *c, struct json_object *msg,
         return aur_fail(err, AUR_E_NOT_SENT, ENOMEM, "%s: cannot serialise",
                         c->package);
     return stdio_send_text(c, s, len, dl, err);
+}
+
+/* ABI 1.5: end the App without waiting; stdio_close finishes. */
+static void stdio_stop(struct aur_conn *c, aur_deadline dl)
+{
+    bool now;
+
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->closing = true;
+    now = !c->writing;
+    if (!now) {
+        c->stop_pending = true;
+        c->stop_dl = dl;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (now && c->child)
+        stdio_child_begin_stop(c->child, dl);
 }
 
 static void stdio_close(struct aur_conn *c, aur_deadline dl)
@@ -359,6 +389,7 @@ static const struct aur_transport_ops stdio_ops = {
     .send = stdio_send,
     .close = stdio_close,
     .reopen = stdio_reopen,
+    .stop = stdio_stop,
     .send_text = stdio_send_text,
     .words = stdio_words,
     .section = "stdio",

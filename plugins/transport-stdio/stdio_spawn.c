@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
+#include "fdlimit.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -202,7 +204,7 @@ static int collect_redact(struct stdio_child *ch, char **envp)
 }
 
 static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2],
-                 int64_t wait_ms)
+                 int64_t wait_ms, const char **step)
 {
     const struct aur_conn *c = ch->conn;
     struct stdio_exec_job j = {
@@ -225,6 +227,7 @@ static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2],
     }
     j.envp = envp;
     rc = stdio_spawner_run(c->st->spawner, c->command, &j);
+    *step = j.step;
     if (rc == 0) {
         ch->pid = j.pid;
         ch->ct = j.ct;
@@ -261,7 +264,8 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     struct stdio_child *ch = calloc(1, sizeof *ch);
     int in[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1};
     int stop[2] = {-1, -1};
-    char eb[128];
+    char eb[128], fb[96];
+    const char *what = "pipes", *step = NULL;
     int rc = 0, code;
 
     if (!ch)
@@ -281,14 +285,14 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     ch->eline = malloc(c->st->stderr_line);
     if (!ch->eline)
         rc = ENOMEM;
-    if (rc == 0)
-        rc = pipe_high(in);
-    if (rc == 0)
-        rc = pipe_high(op);
-    if (rc == 0)
-        rc = pipe_high(ep);
-    if (rc == 0)
-        rc = pipe_high(stop);
+    if (rc == 0 && (rc = pipe_high(in)) != 0)
+        what = "the stdin pipe";
+    if (rc == 0 && (rc = pipe_high(op)) != 0)
+        what = "the stdout pipe";
+    if (rc == 0 && (rc = pipe_high(ep)) != 0)
+        what = "the stderr pipe";
+    if (rc == 0 && (rc = pipe_high(stop)) != 0)
+        what = "the I/O thread's stop pipe";
     ch->in_fd = in[1];
     ch->out_fd = op[0];
     ch->err_fd = ep[0];
@@ -300,13 +304,18 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
         rc = set_nonblock(ch->out_fd);
     if (rc == 0)
         rc = set_nonblock(ch->err_fd);
+    if (rc != 0 && aur__fd_exhausted(rc)) {
+        code = aur_fail(err, AUR_E_IO, rc, "%s: %s: cannot create %s",
+                        c->package, aur__fd_text(rc, fb, sizeof fb), what);
+        goto fail;
+    }
     if (rc != 0) {
         code = aur_fail(err, rc == ENOMEM ? AUR_E_NOMEM : AUR_E_IO, rc,
-                        "%s: cannot create pipes: %s", c->package,
+                        "%s: cannot create %s: %s", c->package, what,
                         strerror_r(rc, eb, sizeof eb));
         goto fail;
     }
-    rc = spawn(ch, in, op, ep, aur_remaining_ms(c->st->host, dl));
+    rc = spawn(ch, in, op, ep, aur_remaining_ms(c->st->host, dl), &step);
     close_fd(&in[0]);
     close_fd(&op[1]);
     close_fd(&ep[1]);
@@ -318,6 +327,11 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                             "%s is missing or not executable (reinstall "
                             "transport-stdio)", c->package, c->command,
                             stdio_spawner_supervisor(c->st->spawner));
+        else if (aur__fd_exhausted(rc))
+            code = aur_fail(err, AUR_E_SPAWN, rc,
+                            "%s: %s: cannot start '%s' (%s)", c->package,
+                            aur__fd_text(rc, fb, sizeof fb), c->command,
+                            step ? step : "spawn");
         else
             code = aur_fail(err, AUR_E_SPAWN, rc,
                             "%s: cannot start '%s': %s", c->package,
@@ -416,33 +430,71 @@ static bool group_alive(pid_t pgid)
     return alive;
 }
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+void stdio_child_begin_stop(struct stdio_child *ch, aur_deadline dl)
+{
+    const struct stdio_state *st = ch->conn->st;
+    int64_t now = st->host->now_ms(), left = dl - now, term, rest;
+    int in;
+
+    pthread_mutex_lock(&ch->mu);
+    if (ch->stopping) {
+        pthread_mutex_unlock(&ch->mu);
+        return;
+    }
+    ch->stopping = true;
+    /* term_grace_ms for EOF, then for SIGTERM, within dl; SIGTERM always
+     * gets at least TERM_MIN_MS. */
+    term = st->term_grace_ms < left ? st->term_grace_ms : left;
+    if (term < 0)
+        term = 0;
+    rest = left - term < st->term_grace_ms ? left - term : st->term_grace_ms;
+    if (rest < TERM_MIN_MS)
+        rest = TERM_MIN_MS;
+    ch->term_at = now + term;
+    ch->kill_at = now + term + rest;
+    in = ch->in_fd;
+    ch->in_fd = -1;
+    pthread_mutex_unlock(&ch->mu);
+    if (in >= 0)
+        close(in); /* the App's cue to exit (spec SHOULD) */
+    bool told = stdio_contain_stop(&ch->ct, (uint32_t)term,
+                                   (uint32_t)(term + rest));
+    pthread_mutex_lock(&ch->mu);
+    ch->told = told;
+    pthread_mutex_unlock(&ch->mu);
+}
 
 /* close stdin, wait, SIGTERM everything, wait, SIGKILL everything.
  * "Everything" is the App's process group and every process it started,
  * reached through its supervisor (stdio_contain.c); ch->exited is the
- * supervisor's exit, which follows the App's and its leftovers' end. */
+ * supervisor's exit, which follows the App's and its leftovers' end.
+ * The supervisor runs the steps itself once told (it may have been told
+ * long before, by stop); the host only waits, and steps in when it could
+ * not be told or does not end in time. */
 static void escalate(struct stdio_child *ch, aur_deadline dl)
 {
-    const struct stdio_state *st = ch->conn->st;
-    const struct aur_host *h = st->host;
-    int64_t now = h->now_ms();
-    bool gone;
+    const struct aur_host *h = ch->conn->st->host;
+    int64_t term_at, kill_at;
+    bool told, gone;
 
-    close_fd(&ch->in_fd); /* the App's cue to exit (spec SHOULD) */
-    gone = wait_for(ch, &ch->exited, NULL,
-                    min64(dl, now + st->term_grace_ms));
-    if (!gone) {
-        int64_t until;
-        stdio_contain_term(ch->pid);
-        now = h->now_ms();
-        until = now + st->term_grace_ms;
-        if (dl < until)
-            until = dl > now + TERM_MIN_MS ? dl : now + TERM_MIN_MS;
-        gone = wait_for(ch, &ch->exited, NULL, until);
+    stdio_child_begin_stop(ch, dl);
+    pthread_mutex_lock(&ch->mu);
+    term_at = ch->term_at;
+    kill_at = ch->kill_at;
+    told = ch->told;
+    pthread_mutex_unlock(&ch->mu);
+    if (told) {
+        gone = wait_for(ch, &ch->exited, NULL, kill_at + KILL_WAIT_MS);
+    } else {
+        gone = wait_for(ch, &ch->exited, NULL, term_at);
+        if (!gone) {
+            stdio_contain_term(ch->pid);
+            gone = wait_for(ch, &ch->exited, NULL, kill_at);
+        }
     }
     if (!gone) {
-        /* The supervisor kills the lot, reaps it and exits. */
+        /* The supervisor kills the lot, reaps it and exits (SIGCONT
+         * first: the App may have stopped it). */
         stdio_contain_kill(ch->pid);
         wait_for(ch, &ch->exited, NULL, h->now_ms() + KILL_WAIT_MS);
     }

@@ -57,12 +57,12 @@ static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
     return AUR_OK;
 }
 
-/* A write found stdin closed: the child is most likely dying.  Wait for
- * its exit to be decided (STDIO_LINGER_MS and a little; never past dl) so the
- * error can say how it ended and what it printed, not only "closed its
- * stdin". */
-static int closed_stdin(struct stdio_child *ch, aur_deadline dl,
-                        struct aur_error *err)
+/* A write found stdin closed, or the child gone: it is most likely
+ * dying.  Wait for its exit to be decided (STDIO_LINGER_MS and a little;
+ * never past dl) so the error can say how it ended and what it printed,
+ * not only "closed its stdin" (detail, plain, when it cannot). */
+static int closed_stdin(struct stdio_child *ch, aur_deadline dl, int detail,
+                        const char *plain, struct aur_error *err)
 {
     const struct aur_host *h = ch->conn->st->host;
     int64_t until = h->now_ms() + 2 * STDIO_LINGER_MS;
@@ -76,11 +76,8 @@ static int closed_stdin(struct stdio_child *ch, aur_deadline dl,
         ;
     snprintf(why, sizeof why, "%s", ch->exit_why);
     pthread_mutex_unlock(&ch->mu);
-    if (why[0])
-        return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: %s",
-                        ch->conn->package, why);
-    return aur_fail(err, AUR_E_NOT_SENT, EPIPE, "%s: App closed its stdin",
-                    ch->conn->package);
+    return aur_fail(err, AUR_E_NOT_SENT, detail, "%s: %s", ch->conn->package,
+                    why[0] ? why : plain);
 }
 
 int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
@@ -107,10 +104,14 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
             stdio_ids_remove(ch, id);
             pthread_mutex_unlock(&ch->mu);
         }
-        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: %s", pkg,
-                        ch->in_broken ? "stdin framing lost by an "
-                                        "earlier failed write"
-                                      : "App process has exited");
+        if (ch->in_broken)
+            return aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: stdin "
+                            "framing lost by an earlier failed write", pkg);
+        if (!exited) /* stdin closed by stop: the connection is closing */
+            return aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED,
+                            "%s: connection is closing", pkg);
+        return closed_stdin(ch, dl, AUR_E_CLOSED, "App process has exited",
+                            err);
     }
 
     /* A write to a dead child must not kill the process, whatever the
@@ -146,7 +147,7 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                         "%s: App did not read its stdin before the deadline",
                         pkg);
     if (rc == AUR_E_CLOSED)
-        return closed_stdin(ch, dl, err);
+        return closed_stdin(ch, dl, EPIPE, "App closed its stdin", err);
     return aur_fail(err, AUR_E_NOT_SENT, eno, "%s: write to App stdin failed",
                     pkg);
 }

@@ -60,6 +60,16 @@ if(TARGET aurora-mcp-cli)
   add_test(NAME secrets_test COMMAND bash ${CMAKE_SOURCE_DIR}/tests/secrets_test.sh
            ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
   set_tests_properties(secrets_test PROPERTIES TIMEOUT 300)
+  # Out of file descriptors: a clear error naming the App, never a hang;
+  # the CLI raises its soft limit to the hard one (needs prlimit).
+  add_test(NAME fdlimit_test COMMAND bash ${CMAKE_SOURCE_DIR}/tests/fdlimit_test.sh
+           ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+  set_tests_properties(fdlimit_test PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+  # Outcomes, journal order and cleanup with 200 Apps on one host
+  # (scripts/scale.sh runs the same test with 1 000).
+  add_test(NAME scale_test COMMAND bash ${CMAKE_SOURCE_DIR}/tests/scale_test.sh
+           ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} 200)
+  set_tests_properties(scale_test PROPERTIES TIMEOUT 600)
 endif()
 
 # Every error code has a test that produces it (docs/error-codes.md).

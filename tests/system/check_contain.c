@@ -11,7 +11,7 @@
  * Scenarios, each with containment = auto (a cgroup per App where the
  * host may make one) and containment = process (the supervisor alone):
  * a normal close (a server that exits on stdin EOF, and one that ignores
- * SIGTERM and EOF), and SIGKILL of the host while it spawns, while the
+ * SIGTERM and EOF; 150 of those close in one escalation), and SIGKILL of the host while it spawns, while the
  * Apps handshake, when it is ready, and while it closes.  After each, the
  * test polls (bounded) until every recorded process is gone and asserts
  * that none survived; each prints "recorded N survivors M".  A negative
@@ -458,6 +458,72 @@ START_TEST(test_close_stubborn)
 }
 END_TEST
 
+/*
+ * Many stubborn Apps close in ONE escalation: each ignores stdin EOF and
+ * SIGTERM, so each needs the EOF grace, the SIGTERM grace and the kill.
+ * The host starts every App's escalation when the close begins, so 150
+ * of them take one escalation, not one per share of a closing thread
+ * (the host closes with a bounded number of threads; ending them one
+ * share after another took three escalations here).  Both bounds are
+ * asserted: every App got its two graces, and the whole close fits in
+ * one escalation and a margin.  Nothing is left afterwards.
+ */
+START_TEST(test_close_many_stubborn)
+{
+    enum { N = 150, GRACE_MS = 1000 };
+    char *fixture = h_bin(FIXTURE), *mcp, *dir, *log;
+    struct run r;
+
+    become_subreaper();
+    memset(&r, 0, sizeof r);
+    r.mode = modes[_i];
+    r.host = -1;
+    ck_assert(asprintf(&mcp,
+                       "enabled = true\n\n[transport-stdio]\n"
+                       "containment = %s\nterm_grace_ms = %d\n",
+                       r.mode, GRACE_MS) > 0);
+    r.dir = dir = h_mkconfig(NULL, mcp);
+    ck_assert(asprintf(&r.err, "%s/host.err", dir) > 0);
+    ck_assert(asprintf(&log, "%s/server.log", dir) > 0);
+    for (int i = 0; i < N; i++) {
+        const char *args[] = {"--lifetime", "100", "--ignore-term",
+                              "--log", log, NULL};
+        char file[32], pkg[64];
+        snprintf(file, sizeof file, "s%03d.ini", i);
+        snprintf(pkg, sizeof pkg, "org.contain.stubborn%d", i);
+        h_add_app(dir, file, pkg, 60, NULL, fixture, args);
+    }
+    start_host(&r);
+    wait_ready(&r);
+    ck_assert_int_eq(h_procs_with(log), N);
+
+    int64_t t0 = h_now_ms();
+    close(r.in_w); /* EOF: serve shuts down and closes the Apps */
+    r.in_w = -1;
+    ck_assert_int_eq(wait_host(&r), 0);
+    int64_t took = h_now_ms() - t0;
+    int left = h_procs_with(log);
+    fprintf(stderr, "check_contain: %-7s close of %d stubborn Apps: %lld ms "
+                    "(one escalation: 2 x %d ms and the kill)\n",
+            r.mode, N, (long long)took, GRACE_MS);
+    ck_assert_msg(took >= 2 * GRACE_MS - 50,
+                  "[%s] closed in %lld ms: an App lost part of its grace",
+                  r.mode, (long long)took);
+    ck_assert_msg(took < 2 * GRACE_MS + h_slack(1500),
+                  "[%s] %d stubborn Apps took %lld ms to close: more than "
+                  "one escalation", r.mode, N, (long long)took);
+    ck_assert_msg(left == 0, "[%s] %d fixture processes survived", r.mode,
+                  left);
+    close(r.out_r);
+    h_rmtree(dir);
+    free(dir);
+    free(r.err);
+    free(log);
+    free(mcp);
+    free(fixture);
+}
+END_TEST
+
 /* Six Apps start one after the other on the spawner thread: a kill at a
  * fixed delay, or once the first, a third or two thirds of the processes
  * have recorded themselves, lands while the host is still spawning. */
@@ -549,6 +615,7 @@ static Suite *contain_suite(void)
     tcase_add_test(t, test_negative_control);
     tcase_add_loop_test(t, test_close_clean, 0, n);
     tcase_add_loop_test(t, test_close_stubborn, 0, n);
+    tcase_add_loop_test(t, test_close_many_stubborn, 0, n);
     tcase_add_loop_test(t, test_kill_during_spawn, 0, n);
     tcase_add_loop_test(t, test_kill_during_handshake, 0, n);
     tcase_add_loop_test(t, test_kill_when_ready, 0, n);

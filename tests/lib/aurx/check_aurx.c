@@ -2,11 +2,13 @@
  * check_aurx.c - the rules lib/aurx shares between the core and the
  * plugins, tested once where they are written: strict UTF-8 decoding and
  * Python's whitespace (utf8.c), RFC 3339 to the stored UTC form
- * (rfc3339.c), growth with a ceiling (grow.c).  The rules as each user applies them are tested by that
+ * (rfc3339.c), growth with a ceiling (grow.c), the words for running
+ * out of file descriptors (fdlimit.c).  The rules as each user applies them are tested by that
  * user's suite too (check_names, check_jsonx, check_journal,
  * check_ext_tool_contract, check_ext_world_events); this suite pins the
  * shared edges so a change to one file is seen by all of them.
  */
+#include "fdlimit.h"
 #include "grow.h"
 #include "rfc3339.h"
 #include "utf8.h"
@@ -14,8 +16,10 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "support/check_main.h"
 
@@ -222,6 +226,32 @@ START_TEST(buf_put_keeps_nul_and_bound)
 }
 END_TEST
 
+/* The limit in the words is the soft limit as it is when they are said. */
+START_TEST(fd_text_names_the_limit)
+{
+    struct rlimit rl;
+    char want[96], buf[96], small[12];
+
+    ck_assert(aur__fd_exhausted(EMFILE));
+    ck_assert(aur__fd_exhausted(ENFILE));
+    ck_assert(!aur__fd_exhausted(EAGAIN));
+    ck_assert(!aur__fd_exhausted(0));
+    ck_assert(!aur__fd_exhausted(-24)); /* an AUR_E_* code, not an errno */
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    snprintf(want, sizeof want, "out of file descriptors (EMFILE, limit %llu)",
+             (unsigned long long)rl.rlim_cur);
+    ck_assert_str_eq(aur__fd_text(EMFILE, buf, sizeof buf), want);
+    ck_assert_ptr_eq(aur__fd_text(EMFILE, buf, sizeof buf), buf);
+    ck_assert(strncmp(aur__fd_text(ENFILE, buf, sizeof buf),
+                      AUR__FD_WORDS " (ENFILE, system-wide limit",
+                      strlen(AUR__FD_WORDS " (ENFILE, system-wide limit")) == 0);
+    ck_assert_str_eq(aur__fd_text(ENOENT, buf, sizeof buf),
+                     "No such file or directory");
+    /* cut, never unterminated */
+    ck_assert_str_eq(aur__fd_text(EMFILE, small, sizeof small), "out of file");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("aurx");
@@ -235,6 +265,7 @@ int main(void)
     tcase_add_test(t, utc_format);
     tcase_add_test(t, grow_doubles_to_ceiling);
     tcase_add_test(t, buf_put_keeps_nul_and_bound);
+    tcase_add_test(t, fd_text_names_the_limit);
     suite_add_tcase(s, t);
     return aur_check_main(s, NULL);
 }

@@ -11,6 +11,7 @@
 #include <aurora/aur_host.h>
 
 #include <check.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
 #include <signal.h>
@@ -589,6 +590,59 @@ START_TEST(sigpipe_is_the_programs)
 }
 END_TEST
 
+/* aur_mcp_status_write: the same text as aur_mcp_status, written in
+ * pieces (600 tools are some 190 KB: several of its 64 KiB flushes); a
+ * reader that went away is AUR_E_IO with EPIPE, and SIGPIPE (left at its
+ * default, which would kill) is not raised.  And the schema trees that
+ * aur_tool_info promises, made on first use, equal the text. */
+START_TEST(status_write_streams_the_same_text)
+{
+    struct aur_mcp *h = host_with("600", false);
+    struct aur_error err;
+    char *json = NULL, *got;
+    size_t n = 0;
+    FILE *f = tmpfile();
+    int p[2];
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(aur_mcp_status(h, 1, &json, &n, NULL), AUR_OK);
+    ck_assert_uint_gt(n, 2 * 65536);
+    ck_assert_int_eq(aur_mcp_status_write(h, 1, fileno(f), &err), AUR_OK);
+    ck_assert_int_eq((int)lseek(fileno(f), 0, SEEK_END), (int)n);
+    got = malloc(n + 1);
+    ck_assert_int_eq((int)pread(fileno(f), got, n, 0), (int)n);
+    ck_assert(memcmp(got, json, n) == 0);
+    free(got);
+    fclose(f);
+
+    signal(SIGPIPE, SIG_DFL);
+    ck_assert_int_eq(pipe(p), 0);
+    close(p[0]);
+    ck_assert_int_eq(aur_mcp_status_write(h, 1, p[1], &err), AUR_E_IO);
+    ck_assert_int_eq(err.detail, EPIPE);
+    ck_assert_msg(strstr(err.msg, "cannot write the status"), "%s", err.msg);
+    close(p[1]);
+    ck_assert_int_eq(aur_mcp_status_write(h, 1, -1, &err), AUR_E_INVAL);
+
+    /* The trees: made when asked, equal to the text's, the same each
+     * time. */
+    struct json_object *o = parse_text(json, n), *tools;
+    ck_assert(json_object_object_get_ex(o, "tools", &tools));
+    for (size_t i = 0; i < aur_mcp_tool_count(h); i++) {
+        const struct aur_tool_info *t = aur_mcp_tool_at(h, i);
+        struct json_object *e = json_object_array_get_idx(tools, i), *sch;
+        ck_assert(json_object_object_get_ex(e, "input_schema", &sch));
+        ck_assert_ptr_nonnull(t->input_schema);
+        ck_assert(json_object_equal(sch, t->input_schema));
+        ck_assert_ptr_eq(aur_mcp_tool_at(h, i)->input_schema,
+                         t->input_schema);
+    }
+    json_object_put(o);
+    aur_free(json);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("api_text");
@@ -602,6 +656,7 @@ static Suite *suite(void)
                         (int)(sizeof bad_args / sizeof bad_args[0]));
     tcase_add_test(t, status_text_is_canonical_and_the_registry);
     tcase_add_test(t, tool_json_once_for_all_threads);
+    tcase_add_test(t, status_write_streams_the_same_text);
     tcase_add_test(t, text_builtins);
     tcase_add_test(t, checks_and_plugin_info_as_text);
     tcase_add_test(t, err_may_be_null);

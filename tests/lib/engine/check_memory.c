@@ -563,10 +563,10 @@ START_TEST(catalog_over_app_memory_fails_naming_key)
                           NULL};
     struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
-    config("max_app_memory_bytes = 16777216\n", NULL, opts, false);
+    config("max_app_memory_bytes = 4194304\n", NULL, opts, false);
     ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
     ck_assert_str_eq(serr.phase, "tools/list");
-    ck_assert_msg(strstr(serr.message, "max_app_memory_bytes = 16777216") &&
+    ck_assert_msg(strstr(serr.message, "max_app_memory_bytes = 4194304") &&
                       !strstr(serr.message, "(0 bytes held"),
                   "message: %s", serr.message);
     aur_mcp_destroy(h);

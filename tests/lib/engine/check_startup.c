@@ -8,6 +8,8 @@
 #define _GNU_SOURCE 1
 #include <aurora/aur_host_jsonc.h>
 #include <check.h>
+#include <dirent.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -714,6 +716,75 @@ START_TEST(many_apps_start_concurrently)
 }
 END_TEST
 
+static int threads_now(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static atomic_bool sampling;
+static atomic_int peak_threads;
+
+static void *sample_threads(void *unused)
+{
+    (void)unused;
+    while (atomic_load(&sampling)) {
+        int n = threads_now();
+        if (n > atomic_load(&peak_threads))
+            atomic_store(&peak_threads, n);
+        usleep(1000);
+    }
+    return NULL;
+}
+
+/* Threads grow by one per App at most: each App's transport reader.  A
+ * start worker per start_concurrency (4 here), not per App, and an App's
+ * dispatch thread only once it sends something that needs one (these
+ * send nothing but their subscription's acknowledgement).  Sampled all
+ * through the startup, so the peak counts, not only the end. */
+START_TEST(threads_one_per_app_at_most)
+{
+    enum { N = 40, WORKERS = 4, OTHERS = 3 };
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_error err;
+    const char *opts[] = {"--era", "modern", "--tools", "5", NULL};
+    struct aur_mcp *h;
+    pthread_t t;
+
+    remake_config("enabled = true\nstart_concurrency = 4\n");
+    for (int i = 0; i < N; i++) {
+        char file[32], pkg[64];
+        snprintf(file, sizeof file, "%02d.ini", i);
+        snprintf(pkg, sizeof pkg, "org.test.app%d", i);
+        add_fixture(file, pkg, 20, opts);
+    }
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    int base = threads_now();
+    atomic_store(&peak_threads, 0);
+    atomic_store(&sampling, true);
+    ck_assert_int_eq(pthread_create(&t, NULL, sample_threads, NULL), 0);
+    ck_assert_int_eq(aur_mcp_start(h, &serr, &err), AUR_OK);
+    int ready = threads_now() - 1; /* not the sampler */
+    atomic_store(&sampling, false);
+    pthread_join(t, NULL);
+    int peak = atomic_load(&peak_threads) - 1;
+    fprintf(stderr, "check_startup: %d Apps: threads %d before start, "
+                    "%d at most during it, %d when ready\n",
+            N, base, peak, ready);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), N * 5);
+    ck_assert_int_le(ready - base, N + OTHERS);
+    ck_assert_int_le(peak - base, N + WORKERS + OTHERS);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("startup");
@@ -754,6 +825,7 @@ static Suite *suite(void)
     tcase_add_test(many, first_failure_cancels_and_cleans_up);
     tcase_add_test(many, cancelled_before_begin_is_not_started);
     tcase_add_test(many, many_apps_start_concurrently);
+    tcase_add_test(many, threads_one_per_app_at_most);
     tcase_add_test(many, cancel_interrupts_a_hanging_startup);
     tcase_add_test(many, cancel_during_connect_names_the_app);
     tcase_add_test(many, error_at_listen_fails_listen);

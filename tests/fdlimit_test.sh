@@ -36,17 +36,7 @@ fi
 # Every process of this run carries the marker: the Apps in their --log
 # path, their supervisors ("aur-contain <package>") in the package.
 M="m$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
-leftover() { pgrep -f -- "$M" | wc -l; }
-# Wait (bounded) until no process of the run is left; prints the count.
-settle() {
-    local n
-    for _ in $(seq 50); do
-        n=$(leftover)
-        [ "$n" = 0 ] && break
-        sleep 0.1
-    done
-    echo "$n"
-}
+settle() { settle_marker "$M" 50; } # no process of the run left
 
 mkcfg() { # dir apps [plugins]
     local d="$1" n="$2" i

@@ -56,16 +56,7 @@ TOOLS=3
 # path, their supervisors ("aur-contain <package>") in the package.
 M="s$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
 D="$T/$M"
-leftover() { pgrep -f -- "$M" | wc -l; }
-settle() { # wait (bounded, 10 s) for no process of the run; print the count
-    local n
-    for _ in $(seq 100); do
-        n=$(leftover)
-        [ "$n" = 0 ] && break
-        sleep 0.1
-    done
-    echo "$n"
-}
+settle() { settle_marker "$M" 100; } # no process of the run left
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # Each App's kind and package, by index.
 KIND=() PKG=()

@@ -368,6 +368,8 @@ static void freeze_when_listed(struct aur_mcp *mcp, size_t started)
             }
         }
         if (clean) {
+            /* A change counted here is the "went past" case above. */
+            AUR_PERTURB("startup.freeze_set");
             for (size_t i = 0; i < mcp->napps; i++) {
                 struct aur__app *a = &mcp->apps[i];
                 if (!a->listed)

@@ -177,7 +177,10 @@ struct aur_startup_error {
  * read-only.  input_schema and scopes are json-c trees for
  * aur_host_jsonc.h users (json-c reference counts are not thread-safe:
  * take a deep copy, never json_object_get); aur_mcp_tool_json gives the
- * same as text.  Fields are only ever added at the end. */
+ * same as text.  An App's tool keeps its schema as text: the tree is made
+ * by the first aur_mcp_tool_at for that tool (NULL only if memory ran
+ * out then; the next call tries again).  Fields are only ever added at
+ * the end. */
 struct aur_tool_info {
     const char *id;
     const char *app; /* package; "" for builtins */

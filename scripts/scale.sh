@@ -5,7 +5,7 @@
 # -DAUR_WERROR=ON if it does not exist).  CTest runs the same test with
 # 200 Apps (scale_test).
 #
-# N Apps need about 11 N descriptors in the host (docs/budgets.md, "File
+# N Apps need about 10 N descriptors in the host (docs/budgets.md, "File
 # descriptors"): the CLI raises its soft limit to the hard limit, so the
 # hard limit (ulimit -Hn) must be above that; this script says so before
 # it starts rather than letting the test fail on it.  The fixture servers

@@ -227,10 +227,10 @@ static int cmd_plugin_info(const char *path)
 
 /*
  * The soft limit on open descriptors up to the hard limit, once, before
- * any host exists; never lowered.  Each App holds about a dozen
+ * any host exists; never lowered.  Each App holds about ten
  * descriptors for as long as it runs (docs/budgets.md, "File
  * descriptors"), so the usual soft limit of 1024 would end a host at
- * about 90 Apps.  The program's choice, not the library's: an embedding
+ * about 100 Apps.  The program's choice, not the library's: an embedding
  * program may still use select(), which cannot take a descriptor past
  * 1023, so libaurora-mcp never touches the process's limits.  The Apps
  * inherit the raised limit.  Nothing to do (or nothing allowed) is not

@@ -56,6 +56,18 @@ static struct json_object *subscription_id(struct json_object *params)
     return NULL;
 }
 
+/* The first change after activation sets restart_required; its seq is
+ * the one mcp.catalog.changed commit's (STAMP_COMMIT: queue it).
+ * app->mu held. */
+static unsigned flag_restart(struct aur__app *app, int64_t seq)
+{
+    if (app->restart_required)
+        return 0;
+    app->restart_required = true;
+    app->commit_change_seq = seq;
+    return STAMP_COMMIT;
+}
+
 /* On the transport's thread (see on_ordered), so a change sent before a
  * tools/list response is counted before that response is seen.  Returns
  * the notification's stamp. */
@@ -77,11 +89,8 @@ static unsigned count_change(struct aur__app *app, struct json_object *params)
         seq = ++app->change_seq;
         app->changes++;
         before_freeze = !app->activated;
-        if (app->activated && !app->restart_required) {
-            app->restart_required = true;
-            app->commit_change_seq = seq;
-            stamp |= STAMP_COMMIT;
-        }
+        if (app->activated)
+            stamp |= flag_restart(app, seq);
         pthread_cond_broadcast(&app->cv);
     }
     pthread_mutex_unlock(&app->mu);
@@ -90,11 +99,8 @@ static unsigned count_change(struct aur__app *app, struct json_object *params)
      * change then marks, as one right after the freeze would. */
     if (before_freeze && aur__startup_recheck(app)) {
         pthread_mutex_lock(&app->mu);
-        if (!app->closing && !app->restart_required) {
-            app->restart_required = true;
-            app->commit_change_seq = seq;
-            stamp |= STAMP_COMMIT;
-        }
+        if (!app->closing)
+            stamp |= flag_restart(app, seq);
         pthread_mutex_unlock(&app->mu);
     }
     /* Only the one change that needs a commit is worth queueing. */

@@ -72,6 +72,12 @@ static int check_connected(struct aur__app *app, struct aur_error *err)
     return rc;
 }
 
+/* This run starts a: the platform and the App enabled, not skipped. */
+static bool starts(const struct aur_mcp *mcp, const struct aur__app *a)
+{
+    return mcp->cfg->mcp_enabled && a->cfg->enabled && !a->skipped;
+}
+
 /* A change since the clean pass began, or a disconnect; a->mu held. */
 static bool seen_since_listing(const struct aur__app *a)
 {
@@ -220,7 +226,7 @@ static struct aur__app *next_app(struct aur_mcp *mcp)
         }
         while (mcp->next_start < mcp->napps) {
             struct aur__app *a = &mcp->apps[mcp->next_start++];
-            if (mcp->cfg->mcp_enabled && a->cfg->enabled && !a->skipped)
+            if (starts(mcp, a))
                 return a;
         }
         pthread_cond_wait(&mcp->wcv, &mcp->mu);
@@ -402,7 +408,7 @@ static void settle_apps(struct aur_mcp *mcp)
     aur__utc_now(now, sizeof now);
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
-        if (!mcp->cfg->mcp_enabled || !a->cfg->enabled || a->skipped)
+        if (!starts(mcp, a))
             continue;
         if (!a->began) {
             pthread_mutex_lock(&a->mu);
@@ -455,9 +461,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     int rc = AUR_OK;
 
     for (size_t i = 0; i < mcp->napps; i++)
-        if (mcp->cfg->mcp_enabled && mcp->apps[i].cfg->enabled &&
-            !mcp->apps[i].skipped)
-            started++;
+        started += starts(mcp, &mcp->apps[i]);
     mcp->relist = calloc(mcp->napps ? mcp->napps : 1, sizeof *mcp->relist);
     if (mcp->relist)
         workers = start_workers(mcp, started, &nworkers);

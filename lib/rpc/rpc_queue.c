@@ -32,25 +32,24 @@ static bool queue_full(const struct aur__rpc *r, const struct aur__qitem *q)
 }
 
 /* The dispatch thread, made when the first item is queued (none once
- * close began: what arrives then is only freed).  false, with errno set,
- * the first time it cannot be made; it is tried again with each item.
- * r->mu held. */
-static bool start_thread(struct aur__rpc *r)
+ * close began: what arrives then is only freed).  Tried again with each
+ * item it could not be made for; returns the errno to log, the first
+ * time only, else 0.  r->mu held. */
+static int start_thread(struct aur__rpc *r)
 {
     int e;
 
     if (r->thread_started || r->stopping)
-        return true;
+        return 0;
     e = pthread_create(&r->thread, NULL, aur__rpc_dispatch_main, r);
     if (e == 0) {
         r->thread_started = true;
-        return true;
+        return 0;
     }
-    errno = e;
     if (r->thread_failed)
-        return true; /* said already */
+        return 0;
     r->thread_failed = true;
-    return false;
+    return e;
 }
 
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
@@ -100,14 +99,14 @@ void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
     r->qbytes += q->mem;
     if (r->qbytes > r->stats.queue_bytes_peak)
         r->stats.queue_bytes_peak = r->qbytes;
-    bool failed = !start_thread(r);
+    int e = start_thread(r);
     pthread_cond_signal(&r->qcv);
     pthread_mutex_unlock(&r->mu);
-    if (failed)
+    if (e)
         aur__log(r->h.log, AUR_LOG_ERROR, r->tag,
                  "cannot start the dispatch thread (%s): what the server "
                  "sends that answers no request waits unhandled",
-                 strerror(errno));
+                 strerror(e));
 }
 
 bool aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,

@@ -421,11 +421,13 @@ static bool cg_populated(void)
     return p && p[10] == '1';
 }
 
-/* Until the cgroup has no live member, or until (cgroup.events says). */
-static void cg_wait_empty(int64_t until)
+/* cgroup.kill, again each round (a member may still be joining), until
+ * the cgroup has no live member (cgroup.events says) or until. */
+static void cg_kill_wait(int64_t until)
 {
     while (cg_populated() && stdio_mono_ms() < until) {
         struct pollfd p = {.fd = FD_CGEVENTS, .events = POLLPRI};
+        (void)!write(FD_CGKILL, "1", 1);
         poll(&p, 1, SHIM_ROUND_MS);
     }
 }
@@ -444,8 +446,6 @@ static void kill_all(struct shim *s)
         goto done;
     for (;;) {
         int found = 0;
-        if (s->cgroup)
-            (void)!write(FD_CGKILL, "1", 1);
         if (s->app_alive)
             kill(-s->app, SIGKILL);
         /* cgroup.kill reached every member at once; a descendant outside
@@ -453,7 +453,7 @@ static void kill_all(struct shim *s)
          * The walk is for that case alone: hundreds of supervisors
          * killing at the same moment must not each read all of /proc. */
         if (s->cgroup)
-            cg_wait_empty(until);
+            cg_kill_wait(until);
         reap(s);
         if (!s->cgroup || has_children())
             found = walk(s, SIGKILL, 0);
@@ -471,11 +471,7 @@ static void kill_all(struct shim *s)
         return;
     /* Members that are not our descendants (moved in from outside) are
      * killed by cgroup.kill alone; give them the rest of the time. */
-    while (cg_populated() && stdio_mono_ms() < until) {
-        struct pollfd p = {.fd = FD_CGEVENTS, .events = POLLPRI};
-        (void)!write(FD_CGKILL, "1", 1);
-        poll(&p, 1, 50);
-    }
+    cg_kill_wait(until);
 done:
     if (s->cgroup)
         unlinkat(FD_CGDIR, s->cg_name, AT_REMOVEDIR);

@@ -32,7 +32,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     r->lim = *lim;
     snprintf(r->tag, sizeof r->tag, "%s", tag);
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->qcv, NULL);
+    aur__mono_cond_init(&r->qcv); /* the idle wait has a deadline */
     aur__mono_cond_init(&r->qspace);
     aur__mono_cond_init(&r->fcv);
     aur__mono_cond_init(&r->hcv);
@@ -65,12 +65,14 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
      * after it ended is only queued and freed below. */
     pthread_mutex_lock(&r->mu);
     r->stopping = true;
+    r->stop_ms = aur__now_ms();
     pthread_cond_signal(&r->qcv);
     pthread_cond_broadcast(&r->qspace);
     pthread_cond_broadcast(&r->fcv);
-    bool started = r->thread_started; /* none is made from here on */
+    /* none is made from here on; one that ended idle is joined too */
+    bool joinable = r->thread_started || r->thread_idle;
     pthread_mutex_unlock(&r->mu);
-    if (started)
+    if (joinable)
         pthread_join(r->thread, NULL);
     if (r->conn)
         r->ops->close(r->conn, dl);

@@ -43,6 +43,10 @@ struct aur__rpc_end {
 
 /* Stamps handlers.ordered gives a notification at arrival. */
 #define AUR__RPC_DROP 0u /* drop it now */
+/* Set by this layer on an item that arrived before close began but is
+ * handled after close's drain time ran out: the handler must only count
+ * it (quick, no waits, no writes), never act on it. */
+#define AUR__RPC_OVERDUE 0x80000000u
 
 /* What the owner hears about, always on the dispatch thread. */
 struct aur__rpc_handlers {
@@ -57,7 +61,7 @@ struct aur__rpc_handlers {
     unsigned (*ordered)(void *ud, const char *method,
                         struct json_object *params);
     /* A notification (borrowed) and its arrival stamp (1 without
-     * ordered). */
+     * ordered), with AUR__RPC_OVERDUE added past close's drain time. */
     void (*notification)(void *ud, const char *method,
                          struct json_object *params, struct json_object *msg,
                          unsigned stamp);
@@ -230,6 +234,7 @@ bool aur__rpc_is_closed(struct aur__rpc *r);
 struct aur__rpc_stats {
     uint64_t dropped_frames;   /* responses nobody waited for, bad shapes */
     uint64_t dropped_notifications; /* server messages shed, queue full */
+    uint64_t overdue; /* handled only as counted: close's drain ran out */
     bool faulty;               /* the notification budget was exceeded */
     uint64_t refused_memory;   /* messages refused for max_mem */
     size_t queue_bytes_peak;   /* the most the queue held, in bytes */

@@ -109,11 +109,14 @@ struct aur__rpc {
                       charges (aur__rpc_mem_adjust); read without mu by
                       the reader (atomic) */
     bool stopping;  /* close began: the queue drains, then the thread ends */
-    /* The dispatch thread exists from the first item queued (mu): most
-     * Apps never send anything that needs it, and a thread per App that
-     * waits for nothing was half the host's threads. */
+    aur_deadline stop_ms; /* when close began (the drain counts from it) */
+    /* The dispatch thread exists while items come (mu): made with the
+     * first one, ended after an idle spell (rpc_queue.c).  Most Apps
+     * never send anything that needs it, and a thread per App that waits
+     * for nothing was half the host's threads. */
     pthread_t thread;
     bool thread_started;
+    bool thread_idle; /* (mu) thread ended idle and is not joined yet */
     bool thread_failed; /* (mu) it could not be made: logged once */
 };
 

@@ -4,7 +4,9 @@
  * Notifications, server requests, responses to detached requests and the
  * end of the connection are handled one at a time on this thread, in
  * arrival order, so the owner's handlers never run concurrently.  The
- * thread is made when the first item is queued.
+ * thread is made when an item is queued and there is none, and ends after
+ * IDLE_MS with nothing to do: an App costs its transport's reader alone
+ * except while it is sending what needs handling.
  */
 #include "aur_setup.h"
 
@@ -18,8 +20,16 @@
 /* How long a full queue makes the reader wait before it sheds. */
 #define QUEUE_WAIT_MS 10000
 /* How long close lets the dispatch thread finish what arrived before it
- * began (what arrives later is stamped as such and handled cheaply). */
+ * began (what arrives later is stamped as such and handled cheaply).
+ * What is still queued then is handed over AUR__RPC_OVERDUE: counted by
+ * its handler (an event as dropped), never silently freed. */
 #define DRAIN_MS 2000
+/* How long the dispatch thread waits for more before it ends.  Long
+ * enough that a steady trickle (a log line a second) keeps one thread,
+ * short enough that a burst's threads are gone soon after it. */
+#ifndef AUR__RPC_IDLE_MS
+#define AUR__RPC_IDLE_MS 1000
+#endif
 
 /* No room for q: the count bound, or the byte bound (a queue holding
  * nothing always takes one message, however big).  r->mu held. */
@@ -31,16 +41,22 @@ static bool queue_full(const struct aur__rpc *r, const struct aur__qitem *q)
            r->qbytes + q->mem > r->lim.max_queue_bytes;
 }
 
-/* The dispatch thread, made when the first item is queued (none once
- * close began: what arrives then is only freed).  Tried again with each
- * item it could not be made for; returns the errno to log, the first
- * time only, else 0.  r->mu held. */
+/* The dispatch thread, made when an item is queued and none runs (none
+ * once close began: what arrives then is only freed).  One that ended
+ * idle is joined first: it left the lock for good before it said so, so
+ * the join waits for nothing but its return.  Tried again with each item
+ * it could not be made for; returns the errno to log, the first time
+ * only, else 0.  r->mu held. */
 static int start_thread(struct aur__rpc *r)
 {
     int e;
 
     if (r->thread_started || r->stopping)
         return 0;
+    if (r->thread_idle) {
+        pthread_join(r->thread, NULL);
+        r->thread_idle = false;
+    }
     e = pthread_create(&r->thread, NULL, aur__rpc_dispatch_main, r);
     if (e == 0) {
         r->thread_started = true;
@@ -151,7 +167,7 @@ static void answer_request(struct aur__rpc *r, struct json_object *msg,
     json_object_put(reply);
 }
 
-static void handle(struct aur__rpc *r, struct aur__qitem *q)
+static void handle(struct aur__rpc *r, struct aur__qitem *q, bool overdue)
 {
     struct json_object *m = NULL, *params = NULL;
     const char *method;
@@ -173,9 +189,11 @@ static void handle(struct aur__rpc *r, struct aur__qitem *q)
         if (r->h.response)
             r->h.response(r->h.ud, q->msg);
     } else if (json_object_object_get_ex(q->msg, "id", NULL)) {
-        answer_request(r, q->msg, method, params);
+        if (!overdue) /* the server is being closed: no answer is owed */
+            answer_request(r, q->msg, method, params);
     } else if (r->h.notification) {
-        r->h.notification(r->h.ud, method, params, q->msg, q->stamp);
+        r->h.notification(r->h.ud, method, params, q->msg,
+                          overdue ? q->stamp | AUR__RPC_OVERDUE : q->stamp);
     }
 }
 
@@ -199,17 +217,48 @@ void *aur__rpc_dispatch_main(void *arg)
             r->handling = false;
             pthread_cond_broadcast(&r->hcv);
         }
-        while (!r->qhead && !r->stopping)
-            pthread_cond_wait(&r->qcv, &r->mu);
+        if (!r->qhead && !r->stopping) {
+            aur_deadline idle = aur__now_ms() + AUR__RPC_IDLE_MS;
+            while (!r->qhead && !r->stopping)
+                if (aur__cond_wait_until(&r->qcv, &r->mu, idle) ==
+                    ETIMEDOUT)
+                    break;
+            /* Nothing came: end.  The next item makes a thread anew
+             * (start_thread joins this one), and close joins it. */
+            if (!r->qhead && !r->stopping) {
+                r->thread_started = false;
+                r->thread_idle = true;
+                pthread_mutex_unlock(&r->mu);
+                /* (a new item's start_thread joins this thread) */
+                AUR_PERTURB("rpc.idle_exit");
+                return NULL;
+            }
+        }
+        /* from close's start: a handler busy then uses up the drain */
         if (r->stopping && drain_dl == AUR_NO_DEADLINE)
-            drain_dl = aur__now_ms() + DRAIN_MS;
+            drain_dl = r->stop_ms + DRAIN_MS;
         q = r->qhead;
-        /* Closing: what arrived before is still handled (bounded); an
-         * empty queue or the drain deadline ends the thread. */
-        if (!q || (r->stopping && aur__now_ms() >= drain_dl)) {
+        /* Closing: what arrived before is still handled until the drain
+         * deadline, and after it only counted (bounded by the queue's
+         * bound, each quick); an empty queue ends the thread. */
+        if (!q) {
+            uint64_t overdue = r->stats.overdue;
             pthread_mutex_unlock(&r->mu);
+            if (overdue)
+                aur__log(r->h.log, AUR_LOG_WARN, r->tag,
+                         "close: %llu server messages that arrived before "
+                         "it were not handled within its %d ms drain "
+                         "(events among them are counted as dropped)",
+                         (unsigned long long)overdue, DRAIN_MS);
             break;
         }
+        bool overdue = r->stopping && aur__now_ms() >= drain_dl;
+        /* counted: what the handler only counts (a notification, or a
+         * request left unanswered); the close marker and responses are
+         * handled as always */
+        if (overdue && q->msg &&
+            json_object_object_get_ex(q->msg, "method", NULL))
+            r->stats.overdue++;
         r->qhead = q->next;
         if (!r->qhead)
             r->qtail = NULL;
@@ -223,7 +272,7 @@ void *aur__rpc_dispatch_main(void *arg)
         AUR_PERTURB("rpc.dispatch");
         /* A stale item comes from a connection that reopen replaced. */
         if (!stale)
-            handle(r, q);
+            handle(r, q, overdue);
         json_object_put(q->msg);
         json_object_put(q->end_id);
         freed = q->mem;

@@ -190,11 +190,16 @@ static struct json_object *payload_of(struct we_session *s, const char *method,
     return data;
 }
 
+/* An event the host will not commit: counted always, logged the first
+ * time and every 4096th after (a close can drop a whole queue of them). */
 static void drop(struct state *S, struct we_session *s,
                  struct aur_error *err)
 {
-    atomic_fetch_add(&s->dropped, 1);
-    S->host->log(s->self, AUR_LOG_WARN, "event dropped: host not active");
+    uint_fast64_t n = atomic_fetch_add(&s->dropped, 1) + 1;
+    if (n == 1 || n % 4096 == 0)
+        S->host->log(s->self, AUR_LOG_WARN,
+                     "event dropped: host not active (%llu so far)",
+                     (unsigned long long)n);
     aur_fail(err, AUR_E_STATE, 0, "event dropped: host not active");
 }
 

@@ -745,15 +745,19 @@ static void *sample_threads(void *unused)
 
 /* Threads grow by one per App at most: each App's transport reader.  A
  * start worker per start_concurrency (4 here), not per App, and an App's
- * dispatch thread only once it sends something that needs one (these
- * send nothing but their subscription's acknowledgement).  Sampled all
- * through the startup, so the peak counts, not only the end. */
+ * dispatch thread only while it sends something that needs one (these
+ * send nothing but their subscription's acknowledgement until called,
+ * then one notification after each answer).  Sampled all through the
+ * startup, so the peak counts, not only the end; after the notifications
+ * the dispatch threads they needed end again within their idle time. */
 START_TEST(threads_one_per_app_at_most)
 {
     enum { N = 40, WORKERS = 4, OTHERS = 3 };
     struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
-    const char *opts[] = {"--era", "modern", "--tools", "5", NULL};
+    const char *opts[] = {"--era", "modern", "--tools", "5",
+                          "--notify-after-call", "notifications/test/ping",
+                          "null", NULL};
     struct aur_mcp *h;
     pthread_t t;
 
@@ -780,6 +784,27 @@ START_TEST(threads_one_per_app_at_most)
     ck_assert_uint_eq(aur_mcp_tool_count(h), N * 5);
     ck_assert_int_le(ready - base, N + OTHERS);
     ck_assert_int_le(peak - base, N + WORKERS + OTHERS);
+
+    /* Each App answers a call, then notifies: its dispatch thread is
+     * made for that, handles it, and ends after an idle second. */
+    for (int i = 0; i < N; i++) {
+        char tool[96];
+        struct aur_tool_output out = {.struct_size = sizeof out};
+        snprintf(tool, sizeof tool, "aur.mcp.org.test.app%d.t0000", i);
+        ck_assert_int_eq(aur_mcp_call(h, tool, "{}", 2, 10000, &out),
+                         AUR_OK);
+        ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+        aur_tool_output_clear(&out);
+    }
+    int busy = threads_now(), idle = busy;
+    for (int i = 0; i < 100 && idle - base > N + OTHERS; i++) {
+        usleep(100 * 1000);
+        idle = threads_now();
+    }
+    fprintf(stderr, "check_startup: after a notification from each App: "
+                    "%d threads, %d once idle\n", busy, idle);
+    ck_assert_int_gt(busy, ready); /* the notifications did need threads */
+    ck_assert_int_le(idle - base, N + OTHERS);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
 }

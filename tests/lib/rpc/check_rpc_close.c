@@ -348,6 +348,54 @@ START_TEST(reopen_waits_for_old_handlers)
 }
 END_TEST
 
+struct closer {
+    struct aur__rpc *r;
+    pthread_t t;
+};
+
+static void *close_main(void *arg)
+{
+    struct closer *c = arg;
+    aur__rpc_close(c->r, fk_in(10000));
+    return NULL;
+}
+
+/* Close drains what arrived before it for 2 s; what is still queued then
+ * is handed over AUR__RPC_OVERDUE (to be counted, not acted on: an event
+ * becomes a counted drop), never freed unseen, and a server request
+ * among it is not answered. */
+START_TEST(close_hands_over_overdue_items)
+{
+    struct closer c;
+
+    fk_reset();
+    ev.ordered_stamp = 5;
+    c.r = fk_open(&fk_ops_full, NULL);
+    ev.gate_closed = true;
+    fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/first\"}");
+    ck_assert(fk_wait_for(&ev.in_handler, 1, 5000));
+    for (int i = 0; i < 10; i++)
+        fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/queued\"}");
+    fk_push("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"q/queued\"}");
+    ck_assert_int_eq(pthread_create(&c.t, NULL, close_main, &c), 0);
+    usleep(2300 * 1000); /* past the drain time, the first still handled */
+    open_gate();
+    pthread_join(c.t, NULL);
+    ck_assert_int_eq(fk_count(&ev.nnotes), 11);
+    pthread_mutex_lock(&ev.mu);
+    for (int i = 0; i < 11; i++) {
+        struct json_object *n = json_object_array_get_idx(ev.notes, i), *v;
+        ck_assert(json_object_object_get_ex(n, "stamp", &v));
+        unsigned stamp = (unsigned)json_object_get_int64(v);
+        ck_assert_uint_eq(stamp & ~AUR__RPC_OVERDUE, 5);
+        ck_assert_msg((i > 0) == ((stamp & AUR__RPC_OVERDUE) != 0),
+                      "item %d: stamp %#x", i, stamp);
+    }
+    ck_assert_int_eq(ev.requests, 0);
+    pthread_mutex_unlock(&ev.mu);
+}
+END_TEST
+
 static void *push_one(void *arg)
 {
     fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/late\"}");
@@ -437,6 +485,7 @@ void rpc_add_close(Suite *s)
     tcase_add_test(t, cancel_waiters);
     tcase_add_test(t, reopen_restarts);
     tcase_add_test(t, reopen_waits_for_old_handlers);
+    tcase_add_test(t, close_hands_over_overdue_items);
     tcase_add_test(t, notification_budget_makes_faulty);
     tcase_add_test(t, open_failure_leaves_nothing);
     suite_add_tcase(s, t);

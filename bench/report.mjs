@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Turns bench/run.sh's results.jsonl into the Markdown report: medians per
 // (scenario, client, server) and ratios between clients of the same run.
-// Usage: node report.mjs RESULTS.jsonl RUNS [CPUS]
+// Usage: node report.mjs RESULTS.jsonl RUNS [CPUS [JOURNAL.md]]
+// JOURNAL.md: bench/journal.sh's section (the world journal's throughput,
+// issue #21), placed as it is after the growth table.
 
 import { readFileSync } from 'node:fs';
 
-const [file, runs, cpus] = process.argv.slice(2);
+const [file, runs, cpus, journalMd] = process.argv.slice(2);
 const all = readFileSync(file, 'utf8').split('\n').filter(Boolean)
     .map((l) => JSON.parse(l));
 // A case that failed (a growth size the host could not hold, a timeout)
@@ -346,6 +348,12 @@ if (G.length || failedRuns.some((r) => /^growth-/.test(r.scen))) {
                  `${c && r ? fmt(q(c.proc, r.proc)) + 'x' : '-'} | ` +
                  `${c && r ? fmt(q(c.selfRss, r.selfRss)) + 'x' : '-'} |`);
     }
+}
+
+// ---- Issue #21: the world journal's throughput (bench/journal.sh) ------
+if (journalMd) {
+    const text = readFileSync(journalMd, 'utf8').trim();
+    if (text) out.push('', ...text.split('\n'));
 }
 
 if (lines.length) {

@@ -7,6 +7,7 @@
 #                     [--no-build] [--no-sdk-server] [--no-https]
 #                     [--growth | --no-growth] [--growth-apps "1 10 100 300 1000"]
 #                     [--only REGEX] [--cpus LIST] [--timeout SECONDS]
+#                     [--no-pg]
 # Defaults: 5 runs, 5000 calls, 100000 events, bench dir build-bench-install.
 # It builds Release (no -Werror) in DIR/tree and installs it with
 # `cmake --install` into DIR/prefix, as a user would (--no-build: use what
@@ -17,6 +18,13 @@
 # --cpus runs every case under taskset -c LIST (e.g. --cpus 0: one CPU, so
 # every wake-up is a same-CPU switch and per-call numbers are CPU cost,
 # not the latency of waking an idle virtual CPU).
+# After the rounds, bench/journal.sh measures the world journal's
+# throughput (issue #21: 1 and 4 hosts, events each, --runs rounds, into
+# a PostgreSQL it starts itself and into one SQLite file) and its table
+# becomes the report's section "World journal: events committed per
+# second".  --no-pg leaves out its PostgreSQL rows (so does a machine
+# without the PostgreSQL server programs, with a note); --only matches
+# the section as "journal".
 # Nothing here asserts a timing; the exit status only says whether every
 # case ran (a case that fails is shown as "failed" in the tables; the run
 # goes on).
@@ -25,7 +33,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 runs=5 calls=5000 events=100000 build="$root/build-bench-install"
-do_build=1 sdk_server=1 https=1 growth=1 only=. cpus= case_timeout=600
+do_build=1 sdk_server=1 https=1 growth=1 only=. cpus= case_timeout=600 pg=1
 growth_apps="1 10 100 300 1000"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -42,7 +50,8 @@ while [ $# -gt 0 ]; do
     --timeout) case_timeout=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --cpus) cpus=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --no-pg) pg=0; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -309,8 +318,27 @@ for ((r = 1; r <= runs; r++)); do
     done
 done
 
+# The world journal's throughput (issue #21): its own rounds, after the
+# others, so its database server never runs beside another case.
+jmd=
+if [[ journal =~ $only ]]; then
+    jmd="$work/journal.md"
+    jargs=(--events "$events" --rounds "$runs")
+    [ "$case_timeout" = 0 ] || jargs+=(--timeout "$case_timeout")
+    [ "$pg" = 1 ] || jargs+=(--no-pg)
+    log "world journal throughput: bench/journal.sh ${jargs[*]}"
+    if ! eval "$pin$(q bash "$here/journal.sh" "$bb/bench_events" "${jargs[@]}")" \
+            > "$jmd" 2> >(tee -a "$work/stderr.log" >&2); then
+        log "FAILED: world journal throughput (see $work/stderr.log)"
+        failed=1
+        grep -q '^## ' "$jmd" ||
+            printf '## World journal: events committed per second (issue #21)\n\nfailed: bench/journal.sh did not finish (see stderr.log).\n' \
+                > "$jmd"
+    fi
+fi
+
 report="$work/results-latest.md"
-node "$here/report.mjs" "$results" "$runs" "$cpus" > "$report"
+node "$here/report.mjs" "$results" "$runs" "$cpus" ${jmd:+"$jmd"} > "$report"
 cat "$report"
 log "table written to $report"
 if [ "$growth" = 1 ]; then

@@ -29,7 +29,7 @@ static const char usage[] =
     "JSON object, '-' = stdin\n"
     "  aurora-mcp serve       -c DIR                 answer JSON lines on "
     "stdin\n"
-    "  aurora-mcp journal     -c DIR [--after N] [--scope S]\n"
+    "  aurora-mcp journal     -c DIR [--after N] [--scope S] [--follow]\n"
     "  aurora-mcp plugin-info FILE.so\n"
     "  aurora-mcp import      FILE [-o DIR]          mcpServers JSON of other "
     "hosts -> DIR/apps.d (default .)\n"
@@ -195,12 +195,50 @@ static void emit_line(void *ud, const char *line)
     fputc('\n', stdout);
 }
 
-static int cmd_journal(const char *dir, long long after, const char *scope)
+/* --follow: SIGINT and SIGTERM stay blocked and are polled between lines
+ * and at each idle wake-up, so a follow ends between two whole lines. */
+static sigset_t follow_sigs;
+static int follow_out_errno;
+
+static int follow_line(void *ud, const char *line)
+{
+    sigset_t pending;
+    if (line) {
+        emit_line(ud, line);
+        if (fflush(stdout) != 0) {
+            follow_out_errno = errno ? errno : EIO;
+            return 1;
+        }
+    }
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGINT) == 1 ||
+            sigismember(&pending, SIGTERM) == 1);
+}
+
+static int cmd_journal(const char *dir, long long after, const char *scope,
+                       bool follow)
 {
     struct aur_error err;
-    if (aur_journal_dump(dir, after, scope, emit_line, NULL, &err) != AUR_OK) {
+    int rc;
+    if (follow) {
+        sigemptyset(&follow_sigs);
+        sigaddset(&follow_sigs, SIGINT);
+        sigaddset(&follow_sigs, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &follow_sigs, NULL);
+        rc = aur_journal_follow(dir, after, scope, 200, follow_line, NULL,
+                                &err);
+    } else {
+        rc = aur_journal_dump(dir, after, scope, emit_line, NULL, &err);
+    }
+    if (rc != AUR_OK) {
         fprintf(stderr, "aurora-mcp: journal: %s\n", err.msg);
         return err.code == AUR_E_CONFIG ? EXIT_USAGE : EXIT_RUNTIME;
+    }
+    /* a reader that went away (| head) ends a follow; nothing is lost */
+    if (follow_out_errno && follow_out_errno != EPIPE) {
+        fprintf(stderr, "aurora-mcp: journal: stdout: %s\n",
+                strerror(follow_out_errno));
+        return EXIT_RUNTIME;
     }
     fflush(stdout);
     return EXIT_OK;
@@ -298,6 +336,7 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"after", required_argument, NULL, 'a'},
         {"scope", required_argument, NULL, 's'},
+        {"follow", no_argument, NULL, 'f'},
         {"verbose", no_argument, NULL, 'v'},
         {"app", required_argument, NULL, 'A'},
         {"disable", required_argument, NULL, 'D'},
@@ -310,6 +349,7 @@ int main(int argc, char **argv)
     const char *dir = NULL, *scope = NULL, *outdir = ".", *cmd;
     bool json = false;
     long long after = 0;
+    bool follow = false;
     char *end;
     int c;
 
@@ -363,6 +403,9 @@ int main(int argc, char **argv)
         case 's':
             scope = optarg;
             break;
+        case 'f':
+            follow = true;
+            break;
         default:
             return bad_usage("unknown option");
         }
@@ -399,7 +442,7 @@ int main(int argc, char **argv)
         return cli_serve(dir);
     }
     if (strcmp(cmd, "journal") == 0 && optind == argc)
-        return cmd_journal(dir, after, scope);
+        return cmd_journal(dir, after, scope, follow);
     if (strcmp(cmd, "call") == 0 &&
         (argc - optind == 1 || argc - optind == 2)) {
         c = cmd_call(dir, argv[optind],

@@ -11,7 +11,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config ca-certificates openssl \
     libcurl4-openssl-dev libjson-c-dev libssl-dev libinih-dev check \
     libsqlite3-dev procps binutils clang libclang-rt-14-dev man-db valgrind \
-    python3 python3-pytest python3-venv abigail-tools \
+    python3 python3-pytest python3-venv abigail-tools postgresql libpq-dev \
     >/dev/null
 # The SDK peers need Node >= 20; keep a newer system Node if there is one.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

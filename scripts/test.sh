@@ -10,6 +10,13 @@ command -v abidiff >/dev/null || {
     echo "abidiff not found: run scripts/setup-debian.sh (abigail-tools)"
     exit 1
 }
+# The PostgreSQL journal tests start their own server; without its
+# binaries they would be skipped (exit 77) and CTest would pass.
+compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null ||
+    command -v pg_ctl >/dev/null || {
+    echo "PostgreSQL server not found: run scripts/setup-debian.sh (postgresql)"
+    exit 1
+}
 bash scripts/build.sh build -DAUR_WERROR=ON
 ctest --test-dir build --output-on-failure -j2
 bash scripts/build.sh build-asan -DAUR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \

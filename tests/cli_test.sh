@@ -111,6 +111,8 @@ LD_DEBUG=files "$BIN" discover -c "$T/lazy" >"$T/lazy.out" 2>"$T/lazy.ld"
 expect_eq $? 0 "default plugins, stdio App: discover"
 expect_eq "$(grep -c 'file=.*libcurl' "$T/lazy.ld")" 0 "no HTTP App: libcurl not loaded"
 expect_has "$(grep 'file=' "$T/lazy.ld")" "transport-http.so" "transport-http itself loaded"
+# A file journal never maps the PostgreSQL backend or libpq.
+expect_eq "$(grep -c 'file=.*\(libpq\|journal-postgresql\)' "$T/lazy.ld")" 0 "file journal: libpq not loaded"
 printf '[app]\npackage = org.test.web\nenabled = false\ntransport = streamable_http\ntimeout_seconds = 5\n[http]\nurl = https://127.0.0.1:9/mcp\n' >"$T/lazy/apps.d/web.ini"
 LD_DEBUG=files "$BIN" check -c "$T/lazy" >"$T/lazy.out" 2>"$T/lazy.ld"
 expect_eq $? 0 "an HTTP App: check"

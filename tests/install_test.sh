@@ -186,6 +186,21 @@ LD_DEBUG=files aurora-mcp check -c "$T/web" >"$T/web.out" 2>"$T/web.ld"
 expect_eq "$?" 0 "installed: check without an HTTP App"
 expect_eq "$(grep -c 'file=.*libcurl' "$T/web.ld")" 0 "installed: no HTTP App, no libcurl"
 
+# --- the PostgreSQL journal backend beside the library --------------------
+# The library loads it on the first postgresql:// journal; a file journal
+# never maps it (the checks above used one).
+MODDIR="$LIBDIR/aurora-mcp"
+if [ -f "$MODDIR/journal-postgresql.so" ]; then ok
+else bad "not installed: $MODDIR/journal-postgresql.so (the PostgreSQL journal)"; fi
+expect_eq "$(grep -c 'file=.*\(libpq\|journal-postgresql\)' "$T/web.ld")" 0 "installed: file journal, no libpq"
+sed -i -E 's|^journal *=.*|journal = postgresql://nobody@127.0.0.1:9/none?connect_timeout=1|' "$T/web/host.ini"
+LD_DEBUG=files aurora-mcp journal -c "$T/web" >"$T/pg.out" 2>"$T/pg.ld"
+expect_eq "$?" 1 "installed: journal of an unreachable database fails (runtime error)"
+expect_has "$(grep 'file=' "$T/pg.ld")" "file=$MODDIR/journal-postgresql.so" \
+    "installed: the PostgreSQL backend loaded from beside the library"
+expect_has "$(grep -v 'file=' "$T/pg.ld" | grep 'aurora-mcp: journal')" "127.0.0.1" \
+    "installed: the error names the server"
+
 # --- the man page ----------------------------------------------------------
 if command -v man >/dev/null 2>&1; then
     page=$(MANPAGER=cat MANWIDTH=80 man -l "$P/share/man/man1/aurora-mcp.1" 2>&1)

@@ -388,6 +388,17 @@ int aur_journal_dump(const char *config_dir, int64_t after,
                      void (*emit)(void *ud, const char *line), void *ud,
                      struct aur_error *err);
 
+/* aur_journal_dump, then each commit as it is committed, by this or any
+ * other host sharing the journal (`journal --follow`), until emit returns
+ * non-zero.  After each wait of at most idle_ms (> 0) with nothing new,
+ * emit is called with line NULL, so the caller can stop while idle.  A
+ * PostgreSQL journal that is away is waited for; a file journal is
+ * created if missing.  Blocks the calling thread; line borrowed. */
+int aur_journal_follow(const char *config_dir, int64_t after,
+                       const char *scope, int idle_ms,
+                       int (*emit)(void *ud, const char *line), void *ud,
+                       struct aur_error *err);
+
 
 
 #if defined(__GNUC__)

@@ -17,13 +17,15 @@
 #include <aurora/aur_host.h>
 
 #include "config_int.h"
+#include "env_rule.h"
 
 #define HOST_FILE "host.ini"
 
 static const struct aur_cfg_key host_rules[] = {
     {"plugins", true, false},  {"plugin_dir", false, false},
     {"journal", true, false},  {"log_file", false, false},
-    {"log_level", false, false},
+    {"log_level", false, false}, {"journal_password_env", false, false},
+    {"journal_wait_ms", false, false},
 };
 
 static const struct aur_cfg_key mcp_rules[] = {
@@ -104,6 +106,70 @@ static int host_path(struct aur__cfg_ctx *ctx, const struct aur__ini_sec *sec,
     return *out ? AUR_OK : aur__cfg_nomem(ctx, HOST_FILE);
 }
 
+/*
+ * journal: a file, or a PostgreSQL URI taken as written.  The URI may not
+ * carry the password (host.ini is a file, and files get copied):
+ * journal_password_env names the variable that holds it, which must be
+ * set when the config is loaded, so `check` finds a missing one.
+ */
+static bool db_uri(const char *v)
+{
+    return strncmp(v, "postgresql://", 13) == 0 ||
+           strncmp(v, "postgres://", 11) == 0;
+}
+
+static int journal_keys(struct aur__cfg_ctx *ctx, struct aur__config *c,
+                        const struct aur__ini_sec *sec)
+{
+    const struct aur__kv *kv = aur__sec_kv(sec, "journal");
+    const struct aur__kv *pw = aur__sec_kv(sec, "journal_password_env");
+    const struct aur__kv *wait = aur__sec_kv(sec, "journal_wait_ms");
+    int64_t ms;
+
+    if (!kv || !db_uri(kv->value)) {
+        if (pw || wait)
+            return aur__cfg_fail(ctx, HOST_FILE, (pw ? pw : wait)->line,
+                                 (pw ? pw : wait)->key,
+                                 "applies to a postgresql:// journal only");
+        return host_path(ctx, sec, "journal", true, &c->journal);
+    }
+    {
+        const char *auth = strstr(kv->value, "://") + 3;
+        size_t n = strcspn(auth, "/?#");
+        const char *at = memchr(auth, '@', n);
+        if ((at && memchr(auth, ':', (size_t)(at - auth))) ||
+            strstr(kv->value, "password="))
+            return aur__cfg_fail(ctx, HOST_FILE, kv->line, kv->key,
+                                 "must not hold a password; name the "
+                                 "variable that holds it with "
+                                 "journal_password_env");
+    }
+    if (pw) {
+        const char *v;
+        if (!aur__valid_env_name(pw->value))
+            return aur__cfg_fail(ctx, HOST_FILE, pw->line, pw->key,
+                                 "must be an environment variable name "
+                                 "[A-Za-z_][A-Za-z0-9_]*");
+        v = getenv(pw->value);
+        if (!v || !*v)
+            return aur__cfg_fail(ctx, HOST_FILE, pw->line, pw->key,
+                                 "environment variable %s is %s", pw->value,
+                                 v ? "empty" : "not set");
+        if (!(c->journal_password_env = strdup(pw->value)))
+            return aur__cfg_nomem(ctx, HOST_FILE);
+    }
+    c->journal_wait_ms = 10000;
+    if (wait) {
+        if (!aur__parse_int(wait->value, 100, 3600000, &ms))
+            return aur__cfg_fail(ctx, HOST_FILE, wait->line, wait->key,
+                                 "must be an integer in [100, 3600000]");
+        c->journal_wait_ms = ms;
+    }
+    if (!(c->journal = strdup(kv->value)))
+        return aur__cfg_nomem(ctx, HOST_FILE);
+    return AUR_OK;
+}
+
 static int host_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
                         const struct aur__ini_sec *sec)
 {
@@ -119,7 +185,7 @@ static int host_section(struct aur__cfg_ctx *ctx, struct aur__config *c,
     if (rc == AUR_OK)
         rc = host_path(ctx, sec, "plugin_dir", false, &c->plugin_dir);
     if (rc == AUR_OK)
-        rc = host_path(ctx, sec, "journal", true, &c->journal);
+        rc = journal_keys(ctx, c, sec);
     if (rc == AUR_OK)
         rc = host_path(ctx, sec, "log_file", false, &c->log_file);
     if (rc != AUR_OK)
@@ -370,6 +436,7 @@ void aur__config_free(struct aur__config *c)
     free(c->agents_file);
     free(c->plugin_dir);
     free(c->journal);
+    free(c->journal_password_env);
     free(c->log_file);
     free(c->host_file);
     free(c->dir);

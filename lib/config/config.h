@@ -101,7 +101,9 @@ struct aur__config {
     char **plugins; /* deployed plugin set, in order */
     size_t nplugins;
     char *plugin_dir; /* NULL = build/install default */
-    char *journal;    /* absolute path */
+    char *journal;    /* absolute path, or a postgresql:// URI */
+    char *journal_password_env; /* the variable with its password, or NULL */
+    int64_t journal_wait_ms;    /* PostgreSQL: wait for it this long */
     char *log_file;   /* absolute path or NULL */
     int log_level;    /* enum aur_log_level */
     /* [mcp] */

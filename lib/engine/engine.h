@@ -168,6 +168,10 @@ struct aur_mcp {
     struct aur__journal *journal;
     struct aur_world_writer writer;
     bool have_writer;
+    /* The journal's connection as last logged (hostsvc.c: jwatch_mu). */
+    pthread_mutex_t jwatch_mu;
+    const char *jwatch_state; /* static strings of aur__jstate.state */
+    uint64_t jwatch_reconnects;
     char startup_id[33];
 
     bool started;
@@ -190,6 +194,9 @@ struct aur_mcp {
 
 /* hostsvc.c: fill mcp->host. */
 void aur__host_vtable_init(struct aur_mcp *mcp);
+/* host.c: open the journal cfg names, its password from the environment. */
+int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
+                      struct aur_error *err);
 /* world write through the configured writer (journal or custom). */
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err);

@@ -217,6 +217,10 @@ static void on_notification(void *ud, const char *method,
     struct aur__ext_session *s = ext_for(app, method);
     (void)msg;
 
+    /* Past close's drain: an extension only counts it (as arriving
+     * inactive); nothing is acted on, committed or waited for. */
+    if (stamp & AUR__RPC_OVERDUE)
+        stamp &= ~(unsigned)(STAMP_ACTIVE | STAMP_COMMIT);
     /* Active at arrival: acted on once activation's commits are in. */
     if ((stamp & (STAMP_ACTIVE | STAMP_COMMIT)) &&
         !aur__activation_wait(app->mcp))

@@ -181,6 +181,7 @@ int aur_mcp_create(const char *config_dir, const char *plugin_dir,
         goto fail;
     }
     pthread_mutex_init(&mcp->mu, NULL);
+    pthread_mutex_init(&mcp->jwatch_mu, NULL);
     aur__mono_cond_init(&mcp->cv);
     pthread_cond_init(&mcp->wcv, NULL);
     rc = aur__config_load_host(config_dir, &mcp->cfg, &diag, err);
@@ -248,7 +249,7 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
         return aur_fail(err, AUR_E_STATE, 0, "already started");
     h->started = true;
     if (!h->have_writer) {
-        rc = aur__journal_open(h->cfg->journal, &h->journal, err);
+        rc = aur__open_journal(h->cfg, &h->journal, err);
         if (rc != AUR_OK) {
             aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
             return rc;
@@ -307,32 +308,51 @@ void aur_mcp_destroy(struct aur_mcp *h)
     aur__log_close(h->log); /* after the plugins: their fini may log */
     aur__config_free(h->cfg);
     pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->jwatch_mu);
     pthread_cond_destroy(&h->cv);
     pthread_cond_destroy(&h->wcv);
     free(h);
 }
 
+/* The journal host.ini names, with the password from the variable
+ * journal_password_env names (read now, never kept by the core). */
+int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
+                      struct aur_error *err)
+{
+    struct aur__journal_conf conf = {0};
+    if (cfg->journal_password_env)
+        conf.password = getenv(cfg->journal_password_env);
+    conf.wait_ms = cfg->journal_wait_ms;
+    return aur__journal_open(cfg->journal, &conf, out, err);
+}
+
 struct dump_ctx {
     void (*emit)(void *ud, const char *line);
+    int (*follow)(void *ud, const char *line);
     void *ud;
 };
 
 static int dump_one(void *ud, struct json_object *commit)
 {
     struct dump_ctx *d = ud;
-    d->emit(d->ud, json_object_to_json_string_ext(
-                       commit, JSON_C_TO_STRING_PLAIN |
-                                   JSON_C_TO_STRING_NOSLASHESCAPE));
+    const char *line =
+        commit ? json_object_to_json_string_ext(
+                     commit, JSON_C_TO_STRING_PLAIN |
+                                 JSON_C_TO_STRING_NOSLASHESCAPE)
+               : NULL;
+    if (d->follow)
+        return d->follow(d->ud, line);
+    d->emit(d->ud, line);
     return 0;
 }
 
-int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
-                     void (*emit)(void *ud, const char *line), void *ud,
-                     struct aur_error *err)
+/* Dump (idle_ms 0) or follow the journal config_dir's host.ini names. */
+static int read_journal(const char *config_dir, int64_t after,
+                        const char *scope, int idle_ms, struct dump_ctx *d,
+                        struct aur_error *err)
 {
     struct aur__config *cfg = NULL;
     struct aur__journal *j = NULL;
-    struct dump_ctx d = {emit, ud};
     struct aur_error local;
     int rc;
 
@@ -342,16 +362,41 @@ int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
     rc = aur__config_load_host(config_dir, &cfg, NULL, err);
     if (rc != AUR_OK)
         return rc;
-    if (access(cfg->journal, F_OK) != 0) {
+    if (!idle_ms && !aur__journal_is_uri(cfg->journal) &&
+        access(cfg->journal, F_OK) != 0) {
         aur__config_free(cfg);
         return AUR_OK; /* no journal yet: no commits */
     }
-    rc = aur__journal_open(cfg->journal, &j, err);
-    if (rc == AUR_OK)
-        rc = aur__journal_each(j, after, scope, dump_one, &d, err);
+    rc = aur__open_journal(cfg, &j, err);
+    if (rc == AUR_OK && idle_ms)
+        rc = aur__journal_follow(j, after, scope, idle_ms, dump_one, d, err);
+    else if (rc == AUR_OK)
+        rc = aur__journal_each(j, after, scope, dump_one, d, err);
     aur__journal_close(j);
     aur__config_free(cfg);
     return rc;
+}
+
+int aur_journal_dump(const char *config_dir, int64_t after, const char *scope,
+                     void (*emit)(void *ud, const char *line), void *ud,
+                     struct aur_error *err)
+{
+    struct dump_ctx d = {emit, NULL, ud};
+    if (!emit)
+        return aur_fail(err, AUR_E_INVAL, 0, "journal: no emit callback");
+    return read_journal(config_dir, after, scope, 0, &d, err);
+}
+
+int aur_journal_follow(const char *config_dir, int64_t after,
+                       const char *scope, int idle_ms,
+                       int (*emit)(void *ud, const char *line), void *ud,
+                       struct aur_error *err)
+{
+    struct dump_ctx d = {NULL, emit, ud};
+    if (!emit || idle_ms <= 0)
+        return aur_fail(err, AUR_E_INVAL, 0,
+                        "journal: follow needs emit and idle_ms > 0");
+    return read_journal(config_dir, after, scope, idle_ms, &d, err);
 }
 
 struct json_object *aur_plugin_info_jsonc(const char *path, struct aur_error *err)

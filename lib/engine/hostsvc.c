@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "journal.h"
+#include "journal_backend.h"
 #include "jsonx.h"
 #include "log.h"
 
@@ -37,14 +38,51 @@ static int host_json_parse(const char *buf, size_t len,
     return aur__json_parse(buf, len, AUR__JSON_MAX_DEPTH, out, err);
 }
 
+/*
+ * A journal's backend has no log of its own, so the writes that notice a
+ * change of its connection log it: once per change, whichever thread
+ * sees it first ("lost", with the backend's last error, and "back").
+ * The state read is a copy under the journal's lock, once per write or
+ * batch.
+ */
+static void journal_watch(struct aur_mcp *mcp)
+{
+    struct aur__jstate st;
+    const char *was;
+    uint64_t back;
+
+    aur__journal_state(mcp->journal, &st);
+    if (!st.state)
+        return;
+    pthread_mutex_lock(&mcp->jwatch_mu);
+    was = mcp->jwatch_state;
+    back = st.reconnects - mcp->jwatch_reconnects;
+    mcp->jwatch_state = st.state;
+    mcp->jwatch_reconnects = st.reconnects;
+    pthread_mutex_unlock(&mcp->jwatch_mu);
+    if (back)
+        aur__log(mcp->log, AUR_LOG_WARN, "journal",
+                 "%s: reconnected (%llu reconnects in all; it was lost: %s)",
+                 st.target, (unsigned long long)st.reconnects,
+                 st.last_error[0] ? st.last_error : "unknown");
+    if (strcmp(was ? was : "connected", st.state) != 0 &&
+        strcmp(st.state, "connected") != 0 && strcmp(st.state, "open") != 0)
+        aur__log(mcp->log, AUR_LOG_WARN, "journal",
+                 "%s: %s for %lld ms, writes wait up to journal_wait_ms: %s",
+                 st.target, st.state, (long long)st.down_ms, st.last_error);
+}
+
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err)
 {
+    int rc;
     if (mcp->have_writer)
         return mcp->writer.append(mcp->writer.ud, c, err);
     if (!mcp->journal)
         return aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
-    return aur__journal_append(mcp->journal, c, NULL, NULL, err);
+    rc = aur__journal_append(mcp->journal, c, NULL, NULL, err);
+    journal_watch(mcp);
+    return rc;
 }
 
 /* One transaction in the journal; a runtime writer only knows single
@@ -68,8 +106,11 @@ static int host_world_write_batch(struct aur_self *self,
             results[i] = rc;
         return rc;
     }
-    if (!mcp->have_writer)
-        return aur__journal_append_batch(mcp->journal, v, n, results, err);
+    if (!mcp->have_writer) {
+        rc = aur__journal_append_batch(mcp->journal, v, n, results, err);
+        journal_watch(mcp);
+        return rc;
+    }
     for (size_t i = 0; i < n; i++) {
         struct aur_error e;
         aur_error_clear(&e);

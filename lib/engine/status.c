@@ -6,6 +6,8 @@
 #include "aur_setup.h"
 
 #include "engine.h"
+#include "journal.h"
+#include "journal_backend.h"
 #include "grow.h"
 #include "jsonx.h"
 #include "nosigpipe.h"
@@ -249,6 +251,40 @@ int aur_mcp_restart_required(struct aur_mcp *h)
     return any;
 }
 
+/* "journal": what the backend reports (docs/journal.md), or null when
+ * the runtime brought its own world writer or the host is not started. */
+static void journal_put(struct writer *w, struct aur_mcp *h)
+{
+    struct aur__jstate st;
+    struct json_object *o;
+
+    if (!h->journal) {
+        raw(w, ",\"journal\":null");
+        return;
+    }
+    aur__journal_state(h->journal, &st);
+    o = json_object_new_object();
+    if (o) {
+        json_object_object_add(o, "backend", json_object_new_string(st.backend));
+        json_object_object_add(o, "target", json_object_new_string(st.target));
+        json_object_object_add(o, "connection",
+                               json_object_new_string(st.state));
+        json_object_object_add(o, "reconnects",
+                               json_object_new_int64((int64_t)st.reconnects));
+        json_object_object_add(o, "failures",
+                               json_object_new_int64((int64_t)st.failures));
+        json_object_object_add(o, "down_ms", json_object_new_int64(st.down_ms));
+        json_object_object_add(o, "last_error",
+                               str_or_null(st.last_error[0] ? st.last_error
+                                                            : NULL));
+    }
+    raw(w, ",\"journal\":");
+    if (!o)
+        w->rc = aur_fail(w->err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    value(w, o);
+    json_object_put(o);
+}
+
 static void status_put(struct writer *w, struct aur_mcp *h, int with_tools)
 {
     raw(w, "{\"apps\":[");
@@ -262,8 +298,10 @@ static void status_put(struct writer *w, struct aur_mcp *h, int with_tools)
         json_object_put(a);
         flush(w, false);
     }
-    raw(w, h->cfg->mcp_enabled ? "],\"platform_enabled\":true"
-                               : "],\"platform_enabled\":false");
+    raw(w, "]");
+    journal_put(w, h); /* keys in order: the text is canonical */
+    raw(w, h->cfg->mcp_enabled ? ",\"platform_enabled\":true"
+                               : ",\"platform_enabled\":false");
     raw(w, aur_mcp_restart_required(h) ? ",\"restart_required\":true"
                                        : ",\"restart_required\":false");
     if (with_tools) {

@@ -1,9 +1,12 @@
 /*
- * journal.h - the world journal: SQLite (WAL), schema versioned,
- * idempotent commits by commit_id (README: The world journal).
+ * journal.h - the world journal: idempotent commits by commit_id, one
+ * global order, per-scope sequences (docs/journal.md).  Two backends
+ * behind one front (journal_backend.h): a SQLite file (WAL), the default,
+ * and PostgreSQL, named by a postgresql:// URI and loaded on first use.
  *
- * Threads: every function may be called from any thread; one internal
- * mutex serialises writers.  Ownership: commit and its strings borrowed.
+ * Threads: every function may be called from any thread; one mutex per
+ * handle serialises all backend work (aur__journal_follow waits without
+ * it).  Ownership: commits and their strings borrowed for the call.
  */
 #ifndef AUR_JOURNAL_H
 #define AUR_JOURNAL_H
@@ -11,12 +14,28 @@
 #include "aur_setup.h"
 
 struct aur__journal;
+struct aur__jstate;
 struct json_object;
 
-/* Open or create the journal at path (parent directories created).  A
- * newer schema version than supported: AUR_E_JOURNAL. */
-int aur__journal_open(const char *path, struct aur__journal **out,
-                      struct aur_error *err);
+/* How to reach a journal beyond its target (all optional). */
+struct aur__journal_conf {
+    /* PostgreSQL: the password, already read from the environment;
+     * borrowed for the open (the backend keeps its own copy) */
+    const char *password;
+    /* PostgreSQL: how long a batch waits for the database to come back
+     * before its commits fail (0 = the default, 10 000 ms) */
+    int64_t wait_ms;
+};
+
+/* true if target names a PostgreSQL database rather than a file. */
+bool aur__journal_is_uri(const char *target);
+
+/* Open or create the journal at target: a file path (parent directories
+ * created) or a postgresql:// URI.  conf may be NULL.  A newer schema
+ * version than supported, a foreign database, an unreachable server:
+ * AUR_E_JOURNAL.  *out transfer. */
+int aur__journal_open(const char *target, const struct aur__journal_conf *conf,
+                      struct aur__journal **out, struct aur_error *err);
 void aur__journal_close(struct aur__journal *j);
 
 /*
@@ -58,6 +77,20 @@ int aur__journal_each(struct aur__journal *j, int64_t after,
                       const char *scope,
                       int (*fn)(void *ud, struct json_object *commit),
                       void *ud, struct aur_error *err);
+
+/*
+ * aur__journal_each, then every commit as it is committed (by any host),
+ * until fn returns non-zero.  While nothing new comes, fn is called with
+ * commit NULL about every idle_ms, so the caller can stop.  A database
+ * that is away is waited for, not an error.
+ */
+int aur__journal_follow(struct aur__journal *j, int64_t after,
+                        const char *scope, int idle_ms,
+                        int (*fn)(void *ud, struct json_object *commit),
+                        void *ud, struct aur_error *err);
+
+/* The backend's state for status (journal_backend.h). */
+void aur__journal_state(struct aur__journal *j, struct aur__jstate *st);
 
 /* Number of commits (for tests). */
 int64_t aur__journal_count(struct aur__journal *j);

@@ -1,7 +1,6 @@
 /*
- * journal.c - opening the world journal, its schema migrations and the
- * read side (README: The world journal; the objects `aurora-mcp journal`
- * prints, docs/aurora-mcp.1).
+ * journal_sqlite.c - the SQLite backend of the world journal: opening the
+ * file, its schema migrations and the read side (docs/journal.md).
  */
 #include "aur_setup.h"
 
@@ -9,11 +8,9 @@
 #include <limits.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <time.h>
 
-#include <json-c/json.h>
-
-#include "journal_int.h"
-#include "jsonx.h"
+#include "journal_sqlite.h"
 
 /* ------------------------------------------------------------------ */
 /* Schema                                                             */
@@ -96,33 +93,14 @@ static const char *const stmt_sql[AUR__JST_N] = {
         " AND s.scope = ?4) ORDER BY seq LIMIT ?3",
 };
 
-/* Commits read per lock hold: the callback runs without the lock, so a
- * slow reader (the CLI writing to a pipe) never stalls writers. */
-#define PAGE_SIZE 256
-
-int aur__journal_db_fail(struct aur__journal *j, int src, const char *what,
-                         struct aur_error *err)
+int aur__jsqlite_fail(struct aur__jsqlite *s, int src, const char *what,
+                      struct aur_error *err)
 {
+    s->failures++;
+    snprintf(s->last_error, sizeof s->last_error, "%s: %s", what,
+             sqlite3_errmsg(s->db));
     return aur_fail(err, AUR_E_JOURNAL, src, "journal: %s: %s", what,
-                    sqlite3_errmsg(j->db));
-}
-
-int aur__journal_parse_data(const char *text, size_t len,
-                            struct json_object **out, struct aur_error *err)
-{
-    struct json_object *v = NULL;
-
-    *out = NULL;
-    /* The core's parser keeps integers past 64 bits exact. */
-    if (aur__json_parse(text, len, AUR__JOURNAL_TOKENER_DEPTH, &v, NULL) !=
-            AUR_OK ||
-        !json_object_is_type(v, json_type_object)) {
-        json_object_put(v);
-        return aur_fail(err, AUR_E_JOURNAL, 0,
-                        "journal: stored commit data is not a JSON object");
-    }
-    *out = v;
-    return AUR_OK;
+                    sqlite3_errmsg(s->db));
 }
 
 /* ------------------------------------------------------------------ */
@@ -158,7 +136,7 @@ static int make_parents(const char *path, struct aur_error *err)
     return AUR_OK;
 }
 
-static int exec(struct aur__journal *j, const char *sql, const char *path,
+static int exec(struct aur__jsqlite *j, const char *sql, const char *path,
                 struct aur_error *err)
 {
     int src = sqlite3_exec(j->db, sql, NULL, NULL, NULL);
@@ -169,7 +147,7 @@ static int exec(struct aur__journal *j, const char *sql, const char *path,
 }
 
 /* One int64 from a one-row query; *found = 0 if it returned no row. */
-static int query_int(struct aur__journal *j, const char *sql, int64_t *out,
+static int query_int(struct aur__jsqlite *j, const char *sql, int64_t *out,
                      int *found)
 {
     sqlite3_stmt *st = NULL;
@@ -189,7 +167,7 @@ static int query_int(struct aur__journal *j, const char *sql, int64_t *out,
     return src;
 }
 
-static int set_wal(struct aur__journal *j, const char *path,
+static int set_wal(struct aur__jsqlite *j, const char *path,
                    struct aur_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -211,7 +189,7 @@ static int set_wal(struct aur__journal *j, const char *path,
 
 /* Bring the schema to SCHEMA_VERSION under a write lock, so two processes
  * opening a fresh file do not both run a step. */
-static int migrate(struct aur__journal *j, const char *path,
+static int migrate(struct aur__jsqlite *j, const char *path,
                    struct aur_error *err)
 {
     int64_t v = 0, have = 0;
@@ -263,28 +241,33 @@ out:
     return rc;
 }
 
-int aur__journal_open(const char *path, struct aur__journal **out,
-                      struct aur_error *err)
+static void sq_close(void *b)
 {
-    struct aur__journal *j;
+    struct aur__jsqlite *j = b;
+    size_t i;
+    if (!j)
+        return;
+    for (i = 0; i < AUR__JST_N; i++)
+        sqlite3_finalize(j->st[i]);
+    sqlite3_close(j->db);
+    free(j);
+}
+
+static int sq_open(const char *path, const struct aur__jopts *o, void **out,
+                   struct aur_error *err)
+{
+    struct aur__jsqlite *j;
     int rc, src;
     size_t i;
 
-    if (!out)
-        return aur_fail(err, AUR_E_INVAL, 0, "journal: no output handle");
-    *out = NULL;
-    if (!path || !*path)
-        return aur_fail(err, AUR_E_INVAL, 0, "journal: empty path");
     rc = make_parents(path, err);
     if (rc != AUR_OK)
         return rc;
     j = calloc(1, sizeof *j);
     if (!j)
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    if (pthread_mutex_init(&j->mu, NULL) != 0) {
-        free(j);
-        return aur_fail(err, AUR_E_NOMEM, 0, "journal: mutex init failed");
-    }
+    j->data_equal = o->data_equal;
+    snprintf(j->path, sizeof j->path, "%s", path);
     /* Created by us, readable by its owner only (it holds event data),
      * and never through a symlink; SQLite gives its -wal and -shm files
      * the same mode. */
@@ -335,195 +318,178 @@ int aur__journal_open(const char *path, struct aur__journal **out,
     *out = j;
     return AUR_OK;
 fail:
-    aur__journal_close(j);
+    sq_close(j);
     return rc;
-}
-
-void aur__journal_close(struct aur__journal *j)
-{
-    size_t i;
-    if (!j)
-        return;
-    for (i = 0; i < AUR__JST_N; i++)
-        sqlite3_finalize(j->st[i]);
-    sqlite3_close(j->db);
-    pthread_mutex_destroy(&j->mu);
-    free(j);
 }
 
 /* ------------------------------------------------------------------ */
 /* Reading                                                            */
 /* ------------------------------------------------------------------ */
 
-int64_t aur__journal_count(struct aur__journal *j)
+static int64_t sq_count(void *b)
 {
+    struct aur__jsqlite *j = b;
+    sqlite3_stmt *st = j->st[AUR__JST_COUNT];
     int64_t n = -1;
-    sqlite3_stmt *st;
-    if (!j)
-        return -1;
-    pthread_mutex_lock(&j->mu);
-    st = j->st[AUR__JST_COUNT];
     if (sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
-    pthread_mutex_unlock(&j->mu);
     return n;
 }
 
-static struct json_object *col_string(sqlite3_stmt *st, int col)
+static int sq_head(void *b, int64_t *seq, struct aur_error *err)
 {
-    const char *s = (const char *)sqlite3_column_text(st, col);
-    return json_object_new_string_len(s ? s : "",
-                                      sqlite3_column_bytes(st, col));
-}
-
-static int add(struct json_object *o, const char *key, struct json_object *v)
-{
-    if (!v || json_object_object_add_ex(o, key, v,
-                                        JSON_C_OBJECT_ADD_KEY_IS_NEW |
-                                            JSON_C_OBJECT_KEY_IS_CONSTANT)) {
-        json_object_put(v);
-        return -1;
-    }
-    return 0;
-}
-
-/* The scopes object {scope: sequence} of commit seq, keys sorted. */
-static int read_scopes(struct aur__journal *j, int64_t seq,
-                       struct json_object **out, struct aur_error *err)
-{
-    sqlite3_stmt *st = j->st[AUR__JST_SCOPES];
-    struct json_object *o = json_object_new_object(), *v;
-    int src, rc = AUR_OK;
-
-    *out = NULL;
-    if (!o)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    sqlite3_bind_int64(st, 1, seq);
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *scope = (const char *)sqlite3_column_text(st, 0);
-        v = json_object_new_int64(sqlite3_column_int64(st, 1));
-        if (!v || !scope || json_object_object_add(o, scope, v)) {
-            json_object_put(v);
-            rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-            break;
-        }
-    }
-    if (rc == AUR_OK && src != SQLITE_DONE)
-        rc = aur__journal_db_fail(j, src, "reading scopes", err);
-    sqlite3_reset(st);
-    if (rc != AUR_OK)
-        json_object_put(o);
+    struct aur__jsqlite *j = b;
+    sqlite3_stmt *st = j->st[AUR__JST_MAX_SEQ];
+    int rc = AUR_OK, src = sqlite3_step(st);
+    if (src == SQLITE_ROW)
+        *seq = sqlite3_column_int64(st, 0);
     else
-        *out = o;
+        rc = aur__jsqlite_fail(j, src, "reading commits", err);
+    sqlite3_reset(st);
     return rc;
 }
 
-/* The journal object (docs/aurora-mcp.1) of the current row of a page. */
-static int build_commit(struct aur__journal *j, sqlite3_stmt *st,
-                        struct json_object **out, struct aur_error *err)
+static const char *col(sqlite3_stmt *st, int i)
 {
-    int64_t seq = sqlite3_column_int64(st, 0);
-    struct json_object *o = json_object_new_object(), *scopes, *data;
-    int rc;
-
-    *out = NULL;
-    if (!o)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    if (add(o, "seq", json_object_new_int64(seq)) ||
-        add(o, "commit_id", col_string(st, 1)) ||
-        add(o, "kind", col_string(st, 2)) ||
-        add(o, "source", col_string(st, 3)) ||
-        add(o, "summary", col_string(st, 4)) ||
-        add(o, "occurred_at", col_string(st, 5))) {
-        json_object_put(o);
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    }
-    rc = read_scopes(j, seq, &scopes, err);
-    if (rc == AUR_OK && add(o, "scopes", scopes))
-        rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    if (rc == AUR_OK) {
-        const char *text = (const char *)sqlite3_column_text(st, 6);
-        rc = aur__journal_parse_data(text ? text : "",
-                                     (size_t)sqlite3_column_bytes(st, 6),
-                                     &data, err);
-        if (rc == AUR_OK && add(o, "data", data))
-            rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    }
-    if (rc != AUR_OK) {
-        json_object_put(o);
-        return rc;
-    }
-    *out = o;
-    return AUR_OK;
+    const char *s = (const char *)sqlite3_column_text(st, i);
+    return s ? s : "";
 }
 
-/* Read up to PAGE_SIZE commits in (after, upto] into page[]; j->mu held. */
-static int read_page(struct aur__journal *j, int64_t after, int64_t upto,
-                     const char *scope, struct json_object **page,
-                     size_t *n, struct aur_error *err)
+/* The scope rows of commit seq, sorted, into v/seqs (room for
+ * AUR__JOURNAL_MAX_SCOPES); the strings are copied into *buf. */
+struct scope_buf {
+    const char *v[256];
+    int64_t seqs[256];
+    char *text;
+};
+
+static int read_scopes(struct aur__jsqlite *j, int64_t seq,
+                       struct scope_buf *sb, size_t *n,
+                       struct aur_error *err)
 {
+    sqlite3_stmt *st = j->st[AUR__JST_SCOPES];
+    size_t used = 0, cap = 0, k = 0, i;
+    int src, rc = AUR_OK;
+    size_t offs[256];
+
+    sqlite3_bind_int64(st, 1, seq);
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        size_t len = (size_t)sqlite3_column_bytes(st, 0) + 1;
+        if (k == AUR__ARRAY_LEN(sb->v))
+            break; /* the front never writes more */
+        if (used + len > cap) {
+            size_t ncap = cap ? cap * 2 : 256;
+            char *t;
+            while (ncap < used + len)
+                ncap *= 2;
+            if (!(t = realloc(sb->text, ncap))) {
+                rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+                break;
+            }
+            sb->text = t;
+            cap = ncap;
+        }
+        memcpy(sb->text + used, col(st, 0), len);
+        offs[k] = used;
+        sb->seqs[k++] = sqlite3_column_int64(st, 1);
+        used += len;
+    }
+    if (rc == AUR_OK && src != SQLITE_DONE && src != SQLITE_ROW)
+        rc = aur__jsqlite_fail(j, src, "reading scopes", err);
+    sqlite3_reset(st);
+    for (i = 0; i < k; i++)
+        sb->v[i] = sb->text + offs[i];
+    *n = k;
+    return rc;
+}
+
+static int sq_read(void *b, int64_t after, int64_t upto, const char *scope,
+                   size_t max, int (*fn)(void *ud, const struct aur__jread *c),
+                   void *ud, size_t *n, struct aur_error *err)
+{
+    struct aur__jsqlite *j = b;
     sqlite3_stmt *st = j->st[scope ? AUR__JST_PAGE_SCOPE : AUR__JST_PAGE];
+    struct scope_buf *sb = calloc(1, sizeof *sb);
     int src = SQLITE_DONE, rc = AUR_OK;
 
     *n = 0;
+    if (!sb)
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     sqlite3_bind_int64(st, 1, after);
     sqlite3_bind_int64(st, 2, upto);
-    sqlite3_bind_int(st, 3, PAGE_SIZE);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
     if (scope)
         sqlite3_bind_text(st, 4, scope, -1, SQLITE_STATIC);
-    while (*n < PAGE_SIZE && (src = sqlite3_step(st)) == SQLITE_ROW) {
-        rc = build_commit(j, st, &page[*n], err);
+    while (*n < max && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        struct aur__jread r;
+        size_t ns = 0;
+        memset(&r, 0, sizeof r);
+        r.seq = sqlite3_column_int64(st, 0);
+        rc = read_scopes(j, r.seq, sb, &ns, err);
         if (rc != AUR_OK)
             break;
+        r.row.commit_id = col(st, 1);
+        r.row.kind = col(st, 2);
+        r.row.source = col(st, 3);
+        r.row.summary = col(st, 4);
+        r.row.occurred_at = col(st, 5);
+        r.row.data = col(st, 6);
+        r.row.data_len = (size_t)sqlite3_column_bytes(st, 6);
+        r.row.scopes = sb->v;
+        r.row.n_scopes = ns;
+        r.sequences = sb->seqs;
         (*n)++;
-    }
-    if (rc == AUR_OK && *n < PAGE_SIZE && src != SQLITE_DONE)
-        rc = aur__journal_db_fail(j, src, "reading commits", err);
-    sqlite3_reset(st);
-    return rc;
-}
-
-int aur__journal_each(struct aur__journal *j, int64_t after,
-                      const char *scope,
-                      int (*fn)(void *ud, struct json_object *commit),
-                      void *ud, struct aur_error *err)
-{
-    struct json_object *page[PAGE_SIZE];
-    int64_t upto = 0, cursor = after;
-    size_t n = 0, i;
-    int rc = AUR_OK, src, stop = 0;
-    sqlite3_stmt *st;
-
-    if (!j || !fn)
-        return aur_fail(err, AUR_E_INVAL, 0, "journal: bad arguments");
-    /* Visit what existed at the start: commits appended meanwhile (maybe
-     * by the callback itself) are left for the next call, so the loop is
-     * bounded by the snapshot's size. */
-    pthread_mutex_lock(&j->mu);
-    st = j->st[AUR__JST_MAX_SEQ];
-    src = sqlite3_step(st);
-    if (src == SQLITE_ROW)
-        upto = sqlite3_column_int64(st, 0);
-    else
-        rc = aur__journal_db_fail(j, src, "reading commits", err);
-    sqlite3_reset(st);
-    pthread_mutex_unlock(&j->mu);
-
-    while (rc == AUR_OK && !stop && cursor < upto) {
-        pthread_mutex_lock(&j->mu);
-        rc = read_page(j, cursor, upto, scope, page, &n, err);
-        pthread_mutex_unlock(&j->mu);
-        for (i = 0; i < n; i++) {
-            if (rc == AUR_OK && !stop) {
-                cursor = json_object_get_int64(
-                    json_object_object_get(page[i], "seq"));
-                stop = fn(ud, page[i]) != 0;
-            }
-            json_object_put(page[i]);
-        }
-        if (n < PAGE_SIZE)
+        if (fn(ud, &r) != 0)
             break;
     }
+    if (rc == AUR_OK && src != SQLITE_DONE && src != SQLITE_ROW)
+        rc = aur__jsqlite_fail(j, src, "reading commits", err);
+    sqlite3_reset(st);
+    free(sb->text);
+    free(sb);
     return rc;
 }
+
+/* Followers poll: SQLite has no way to wake a reader in another process,
+ * and a MAX(seq) on the rowid is one b-tree descent. */
+static int sq_wait(void *b, int64_t seq, int timeout_ms,
+                   struct aur_error *err)
+{
+    int64_t head = 0;
+    int slept = 0, rc;
+    (void)err;
+    while (slept < timeout_ms) {
+        rc = sq_head(b, &head, NULL);
+        if (rc != AUR_OK || head > seq)
+            return AUR_OK;
+        int step = timeout_ms - slept < 50 ? timeout_ms - slept : 50;
+        struct timespec ts = {0, (long)step * 1000000L};
+        nanosleep(&ts, NULL);
+        slept += step;
+    }
+    return AUR_OK;
+}
+
+static void sq_state(void *b, struct aur__jstate *st)
+{
+    struct aur__jsqlite *j = b;
+    st->backend = "sqlite";
+    snprintf(st->target, sizeof st->target, "%s", j->path);
+    st->state = "open";
+    st->failures = j->failures;
+    snprintf(st->last_error, sizeof st->last_error, "%s", j->last_error);
+}
+
+const struct aur__journal_ops aur__journal_sqlite_ops = {
+    .version = AUR__JOURNAL_BACKEND_VERSION,
+    .name = "sqlite",
+    .open = sq_open,
+    .close = sq_close,
+    .append = aur__jsqlite_append,
+    .head = sq_head,
+    .read = sq_read,
+    .count = sq_count,
+    .wait = sq_wait,
+    .state = sq_state,
+};

@@ -1,28 +1,18 @@
 /*
- * journal_int.h - shared between the journal*.c files only.
- *
- * journal.c opens the database, runs the schema migrations, prepares every
- * statement once and reads commits back; journal_append.c validates and
- * writes them.  The handle's mutex guards the connection and every cached
- * statement: hold it around any use of db or st[] (the connection is
- * opened SQLITE_OPEN_NOMUTEX because this lock already serialises it).
+ * journal_sqlite.h - the SQLite backend, shared between journal_sqlite.c
+ * (open, schema migrations, reading) and journal_sqlite_append.c
+ * (writing).  The front's mutex serialises every call on one handle
+ * (journal_backend.h), so the connection is opened SQLITE_OPEN_NOMUTEX
+ * and the cached statements need no lock of their own.
  */
-#ifndef AUR_JOURNAL_INT_H
-#define AUR_JOURNAL_INT_H
+#ifndef AUR_JOURNAL_SQLITE_H
+#define AUR_JOURNAL_SQLITE_H
 
 #include "aur_setup.h"
 
-#include <pthread.h>
 #include <sqlite3.h>
 
-#include "journal.h"
-
-/* Deepest container nesting accepted in commit data (the top object is
- * level 1).  Reading back uses a tokener with room to spare. */
-#define AUR__JOURNAL_MAX_DEPTH 128
-#define AUR__JOURNAL_TOKENER_DEPTH (2 * AUR__JOURNAL_MAX_DEPTH)
-/* Most scopes one commit may name. */
-#define AUR__JOURNAL_MAX_SCOPES 256
+#include "journal_backend.h"
 
 /* The cached statements, prepared once at open. */
 enum aur__jst {
@@ -42,20 +32,24 @@ enum aur__jst {
     AUR__JST_N
 };
 
-struct aur__journal {
-    pthread_mutex_t mu;
+struct aur__jsqlite {
     sqlite3 *db;
     sqlite3_stmt *st[AUR__JST_N];
+    int (*data_equal)(const char *a, size_t alen, const char *b, size_t blen);
+    uint64_t failures;
+    char path[256];
+    char last_error[256];
 };
 
-/* AUR_E_JOURNAL "journal: <what>: <sqlite message>", detail = src.
- * Call with j->mu held (the message belongs to the connection). */
-int aur__journal_db_fail(struct aur__journal *j, int src, const char *what,
-                         struct aur_error *err);
+extern const struct aur__journal_ops aur__journal_sqlite_ops;
 
-/* Parse stored commit data text[0..len) (must be one JSON object).
- * *out transfer.  AUR_E_JOURNAL if the text is not an object. */
-int aur__journal_parse_data(const char *text, size_t len,
-                            struct json_object **out, struct aur_error *err);
+/* AUR_E_JOURNAL "journal: <what>: <sqlite message>", detail = src, also
+ * kept as the state's last error. */
+int aur__jsqlite_fail(struct aur__jsqlite *s, int src, const char *what,
+                      struct aur_error *err);
+
+/* journal_sqlite_append.c: the ops' append. */
+int aur__jsqlite_append(void *b, const struct aur__jrow *rows, size_t n,
+                        int *results, int64_t *seqs, struct aur_error *err);
 
 #endif

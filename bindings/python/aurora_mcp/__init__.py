@@ -7,9 +7,9 @@ unknown (it may have run).  See docs/python.md.
 """
 from .aio import AsyncHost
 from .host import (FAILED, SUCCEEDED, UNKNOWN, AuroraError, CallResult,
-                   ConfigError, Host, StartupError, Tool, ToolFailed,
-                   journal, library, version)
+                   ConfigError, Host, JournalFollower, StartupError, Tool,
+                   ToolFailed, follow_journal, journal, library, version)
 
 __all__ = ["Host", "AsyncHost", "Tool", "CallResult", "AuroraError",
-           "StartupError", "ConfigError", "ToolFailed", "journal", "library",
-           "version", "SUCCEEDED", "FAILED", "UNKNOWN"]
+           "StartupError", "ConfigError", "ToolFailed", "journal",
+           "follow_journal", "JournalFollower", "library", "version", "SUCCEEDED", "FAILED", "UNKNOWN"]

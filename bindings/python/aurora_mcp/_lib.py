@@ -44,6 +44,7 @@ class AurToolOutput(Structure):
 BUILTIN_FN = CFUNCTYPE(None, c_void_p, POINTER(c_char), c_size_t, c_void_p)
 # void (*emit)(void *ud, const char *line)
 LINE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+FOLLOW_FN = CFUNCTYPE(c_int, c_void_p, c_char_p)
 # void aur_call_done_fn(void *ud, const struct aur_tool_output *out)
 DONE_FN = CFUNCTYPE(None, c_void_p, POINTER(AurToolOutput))
 # void aur_log_fn(void *ud, int level, const char *line, size_t len)
@@ -148,4 +149,6 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     _fn(lib, "aur_mcp_destroy", None, P)
     _fn(lib, "aur_journal_dump", c_int, c_char_p, c_int64, c_char_p,
         LINE_FN, P, E)
+    _fn(lib, "aur_journal_follow", c_int, c_char_p, c_int64, c_char_p,
+        c_int, FOLLOW_FN, P, E)
     return lib

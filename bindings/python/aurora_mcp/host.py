@@ -8,6 +8,7 @@ the GIL).
 import ctypes
 import json
 import math
+import queue
 import re
 import threading
 from ctypes import byref, c_char, c_size_t, c_void_p, POINTER
@@ -353,3 +354,94 @@ def journal(config_dir: str, after: int = 0,
     _raise(rc, err)
     for line in lines:
         yield json.loads(line)
+
+
+class JournalFollower:
+    """Commits as they are committed (`aurora-mcp journal --follow`), by
+    this host or any other sharing the journal: iterate to get each commit
+    dict in seq order, blocking until one comes; close() (or leaving a
+    `with` block) stops within about idle seconds.  The C follow runs on a
+    thread of its own and hands commits over a bounded queue, so a slow
+    consumer slows the reader rather than growing memory."""
+
+    def __init__(self, config_dir: str, after: int = 0,
+                 scope: Optional[str] = None, idle: float = 0.2,
+                 queue_size: int = 1024) -> None:
+        self._q: "queue.Queue[Any]" = queue.Queue(maxsize=queue_size)
+        self._stop = threading.Event()
+        self._done = object()
+        lib = library()
+
+        def on_line(_ud: Any, line: Optional[bytes]) -> int:
+            while line is not None and not self._stop.is_set():
+                try:
+                    self._q.put(line, timeout=idle)
+                    break
+                except queue.Full:
+                    continue
+            return 1 if self._stop.is_set() else 0
+
+        self._cb = _lib.FOLLOW_FN(on_line)  # kept alive with the thread
+
+        def run() -> None:
+            err = _lib.AurError()
+            rc = lib.aur_journal_follow(config_dir.encode(), after,
+                                        scope.encode() if scope else None,
+                                        max(1, int(idle * 1000)), self._cb,
+                                        None, byref(err))
+            try:
+                _raise(rc, err)
+                outcome: Any = self._done
+            except Exception as e:  # handed to the consumer
+                outcome = e
+            while True:  # the consumer may have stopped reading
+                try:
+                    self._q.put(outcome, timeout=idle)
+                    return
+                except queue.Full:
+                    if self._stop.is_set():
+                        return
+
+        self._thread = threading.Thread(target=run, daemon=True,
+                                        name="aurora-mcp-journal-follow")
+        self._thread.start()
+
+    def __iter__(self) -> "JournalFollower":
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        if self._stop.is_set() and self._q.empty():
+            raise StopIteration
+        item = self._q.get()
+        if item is self._done:
+            self._stop.set()
+            raise StopIteration
+        if isinstance(item, Exception):
+            self._stop.set()
+            raise item
+        return json.loads(item)
+
+    def close(self) -> None:
+        """Stop following and wait for the reader thread to end."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:  # make room for a reader blocked on a full queue
+                while True:
+                    self._q.get_nowait()
+            except Exception:
+                pass
+            self._thread.join(timeout=0.05)
+
+    def __enter__(self) -> "JournalFollower":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def follow_journal(config_dir: str, after: int = 0,
+                   scope: Optional[str] = None,
+                   idle: float = 0.2) -> JournalFollower:
+    """Follow the world journal from sequence number after (optionally one
+    scope): a JournalFollower, an iterator to close when done."""
+    return JournalFollower(config_dir, after, scope, idle)

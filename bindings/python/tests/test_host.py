@@ -194,6 +194,26 @@ def test_journal_iterator(demo):
     assert [c["seq"] for c in later] == seqs[2:]
 
 
+def test_journal_follow_sees_commits_as_they_happen(demo):
+    # the follower starts on an empty journal, then a host writes to it
+    with aurora_mcp.follow_journal(demo, idle=0.05) as f:
+        with Host(demo) as host:
+            host.call(ADD, {"a": 2, "b": 3})
+        got = []
+        for c in f:
+            got.append(c)
+            if c["kind"] == "mcp.catalog.frozen":
+                break
+    assert [c["kind"] for c in got] == ["mcp.app.starting", "mcp.app.ready",
+                                        "mcp.catalog.frozen"]
+    assert [c["seq"] for c in got] == [1, 2, 3]
+    # after= skips what was seen; close() ends an idle follow promptly
+    f = aurora_mcp.follow_journal(demo, after=2, idle=0.05)
+    assert next(f)["seq"] == 3
+    f.close()
+    assert list(f) == []
+
+
 def test_closed_host_is_safe(demo):
     host = Host(demo)
     host.close()

@@ -380,6 +380,37 @@ START_TEST(agents_patterns_kept_verbatim)
 }
 END_TEST
 
+/* A PostgreSQL journal is taken as written (not joined to the config
+ * directory); the password variable is kept by name, never by value. */
+START_TEST(journal_uri_and_password_env)
+{
+    struct aur__config *c;
+
+    setenv("AUR_TEST_PG_PW", "s3cret", 1);
+    put("host.ini", "[host]\nplugins = transport-stdio\n"
+                    "journal = postgresql://aurora@db.example:5432/world"
+                    "?sslmode=verify-full&sslrootcert=/etc/ca.pem\n"
+                    "journal_password_env = AUR_TEST_PG_PW\n"
+                    "journal_wait_ms = 2500\n");
+    c = load_ok();
+    ck_assert_str_eq(c->journal, "postgresql://aurora@db.example:5432/world"
+                                 "?sslmode=verify-full&sslrootcert=/etc/ca.pem");
+    ck_assert_str_eq(c->journal_password_env, "AUR_TEST_PG_PW");
+    ck_assert_int_eq(c->journal_wait_ms, 2500);
+    aur__config_free(c);
+
+    /* defaults; a user name alone is no password */
+    put("host.ini", "[host]\nplugins = transport-stdio\n"
+                    "journal = postgres://me@localhost/w\n");
+    c = load_ok();
+    ck_assert_str_eq(c->journal, "postgres://me@localhost/w");
+    ck_assert_ptr_null(c->journal_password_env);
+    ck_assert_int_eq(c->journal_wait_ms, 10000);
+    aur__config_free(c);
+    unsetenv("AUR_TEST_PG_PW");
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -389,6 +420,7 @@ static Suite *config_suite(void)
     tcase_add_test(good, demo_config_loads);
     tcase_add_test(good, full_config_values_and_defaults);
     tcase_add_test(good, host_options_and_plugin_sections);
+    tcase_add_test(good, journal_uri_and_password_env);
     tcase_add_test(good, config_order_and_ignored_files);
     tcase_add_test(good, syntax_details);
     tcase_add_test(good, inactive_apps_skip_existence_checks);

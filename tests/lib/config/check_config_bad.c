@@ -85,6 +85,35 @@ static const struct bad bads[] = {
      NULL, NULL, "host.ini", 1, "journal"},
     {"journal blank", "[host]\nplugins = transport-stdio\njournal =\n", NULL,
      NULL, NULL, NULL, "host.ini", 3, "journal"},
+    /* a PostgreSQL journal: the password lives in the environment only */
+    {"journal uri with password",
+     "[host]\nplugins = transport-stdio\n"
+     "journal = postgresql://u:t0ken@db:5432/w\n",
+     NULL, NULL, NULL, NULL, "host.ini", 3, "journal"},
+    {"journal uri password param",
+     "[host]\nplugins = transport-stdio\n"
+     "journal = postgres://u@db/w?sslmode=require&password=t0ken\n",
+     NULL, NULL, NULL, NULL, "host.ini", 3, "journal"},
+    {"journal_password_env unset",
+     "[host]\nplugins = transport-stdio\njournal = postgresql://u@db/w\n"
+     "journal_password_env = AUR_TEST_TOKEN\n",
+     NULL, NULL, NULL, prep_unset, "host.ini", 4, "journal_password_env"},
+    {"journal_password_env empty",
+     "[host]\nplugins = transport-stdio\njournal = postgresql://u@db/w\n"
+     "journal_password_env = AUR_TEST_TOKEN\n",
+     NULL, NULL, NULL, prep_empty, "host.ini", 4, "journal_password_env"},
+    {"journal_password_env name",
+     "[host]\nplugins = transport-stdio\njournal = postgresql://u@db/w\n"
+     "journal_password_env = 9PW\n",
+     NULL, NULL, NULL, NULL, "host.ini", 4, "journal_password_env"},
+    {"journal_wait_ms range",
+     "[host]\nplugins = transport-stdio\njournal = postgresql://u@db/w\n"
+     "journal_wait_ms = 50\n",
+     NULL, NULL, NULL, NULL, "host.ini", 4, "journal_wait_ms"},
+    {"journal_wait_ms on a file",
+     "[host]\nplugins = transport-stdio\njournal = j\n"
+     "journal_wait_ms = 5000\n",
+     NULL, NULL, NULL, NULL, "host.ini", 4, "journal_wait_ms"},
     {"log_level", "[host]\nplugins = transport-stdio\njournal = j\n"
                   "log_level = verbose\n",
      NULL, NULL, NULL, NULL, "host.ini", 4, "log_level"},

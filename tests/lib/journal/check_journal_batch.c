@@ -36,7 +36,7 @@ START_TEST(batch_mixed)
     mk(&t[0], "new1", "summary", "a,b", NULL);
     mk(&t[1], "old", "summary", "a", "{\"v\":1}");
     mk(&t[2], "old", "summary", "a", "{\"v\":2}");
-    mk(&t[3], "bad", "", "a", NULL);
+    mk(&t[3], "bad", "sum\xff", "a", NULL); /* not UTF-8 */
     mk(&t[4], "new2", "summary", "b", NULL);
     mk(&t[5], "new1", "summary", "b,a", NULL); /* repeated inside the batch */
     for (i = 0; i < 6; i++)
@@ -80,9 +80,17 @@ START_TEST(batch_storage_failure_undoes_all)
     struct aur_error err;
 
     append_ok(j, "before", "a", NULL);
-    sql_exec("CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
-             " WHEN NEW.scope = 'boom' BEGIN"
-             " SELECT RAISE(ABORT, 'injected failure'); END");
+    if (on_pg())
+        sql_exec("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql"
+                 " AS $$BEGIN IF NEW.scope = 'boom' THEN"
+                 " RAISE EXCEPTION 'injected failure'; END IF;"
+                 " RETURN NEW; END$$;"
+                 " CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
+                 " FOR EACH ROW EXECUTE FUNCTION boom()");
+    else
+        sql_exec("CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
+                 " WHEN NEW.scope = 'boom' BEGIN"
+                 " SELECT RAISE(ABORT, 'injected failure'); END");
     mk(&t[0], "new1", "summary", "a", NULL);
     mk(&t[1], "before", "summary", "a", NULL); /* present */
     mk(&t[2], "new2", "summary", "a,boom", NULL);
@@ -99,7 +107,8 @@ START_TEST(batch_storage_failure_undoes_all)
 
     /* the journal is usable at once, and the sequences continue as if the
      * failed batch had never been tried */
-    sql_exec("DROP TRIGGER boom");
+    sql_exec(on_pg() ? "DROP TRIGGER boom ON world_commit_scopes"
+                     : "DROP TRIGGER boom");
     ck_assert_int_eq(aur__journal_append_batch(j, v, 4, res, &err), AUR_OK);
     ck_assert_int_eq(res[0], AUR_OK);
     ck_assert_int_eq(res[1], AUR_DECLINE);
@@ -224,7 +233,7 @@ START_TEST(concurrent_writers)
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM (SELECT scope, COUNT(*) n,"
                              " COUNT(DISTINCT sequence) d, MIN(sequence) lo,"
                              " MAX(sequence) hi FROM world_commit_scopes"
-                             " GROUP BY scope) WHERE n = d AND lo = 1"
+                             " GROUP BY scope) AS t WHERE n = d AND lo = 1"
                              " AND hi = n"),
                      3 + THREADS);
     ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "journal_fixture.h"
@@ -29,23 +30,75 @@ static int rm_one(const char *p, const struct stat *sb, int flag,
     return remove(p);
 }
 
+/* PostgreSQL: the server's URI (tests/support/with_pg.sh), and the
+ * database of the running test, made afresh by setup. */
+static const char *pg_base(void)
+{
+    const char *u = getenv("AUR_TEST_JOURNAL_URI");
+    return u && *u ? u : NULL;
+}
+
+bool on_pg(void)
+{
+    return pg_base() != NULL;
+}
+
+const char *schema_table(void)
+{
+    return on_pg() ? "aurora_schema" : "schema_meta";
+}
+
+static char pg_db[64];
+
+/* Run sql on the server's own database (CREATE/DROP DATABASE). */
+static void pg_admin(const char *sql)
+{
+    PGconn *c = PQconnectdb(pg_base());
+    PGresult *r;
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "admin: %s",
+                  PQerrorMessage(c));
+    r = PQexec(c, sql);
+    ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql,
+                  PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
 void setup(void)
 {
+    static int n;
+    char sql[128];
     snprintf(tmpdir, sizeof tmpdir, "/tmp/aur-journal-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(tmpdir));
     snprintf(dbpath, sizeof dbpath, "%s/data/world/world.sqlite3", tmpdir);
+    if (!on_pg())
+        return;
+    /* base is postgresql://user@host:port/db: swap the database */
+    const char *base = pg_base(), *slash = strrchr(base, '/');
+    ck_assert_ptr_nonnull(slash);
+    snprintf(pg_db, sizeof pg_db, "aurt_%ld_%d", (long)getpid(), n++);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s ENCODING 'UTF8'"
+             " TEMPLATE template0", pg_db);
+    pg_admin(sql);
+    snprintf(dbpath, sizeof dbpath, "%.*s/%s", (int)(slash - base), base,
+             pg_db);
 }
 
 void teardown(void)
 {
     nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (on_pg()) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", pg_db);
+        pg_admin(sql);
+    }
 }
 
 struct aur__journal *open_ok(void)
 {
     struct aur__journal *j = NULL;
     struct aur_error err;
-    int rc = aur__journal_open(dbpath, &j, &err);
+    int rc = aur__journal_open(dbpath, NULL, &j, &err);
     ck_assert_msg(rc == AUR_OK, "open: %d %s", rc, err.msg);
     ck_assert_ptr_nonnull(j);
     return j;
@@ -130,11 +183,29 @@ void each_ok(struct aur__journal *j, int64_t after, const char *scope,
     ck_assert_msg(rc == AUR_OK, "each: %d %s", rc, err.msg);
 }
 
+static PGconn *pg_test_db(void)
+{
+    PGconn *c = PQconnectdb(dbpath);
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
+    return c;
+}
+
 int64_t sql_int(const char *sql)
 {
     sqlite3 *db;
     sqlite3_stmt *st;
     int64_t v = -1;
+    if (on_pg()) {
+        PGconn *c = pg_test_db();
+        PGresult *r = PQexec(c, sql);
+        ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s: %s", sql,
+                      PQerrorMessage(c));
+        if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+            v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        PQfinish(c);
+        return v;
+    }
     ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
     ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK,
                   "%s: %s", sql, sqlite3_errmsg(db));
@@ -148,6 +219,15 @@ int64_t sql_int(const char *sql)
 void sql_exec(const char *sql)
 {
     sqlite3 *db;
+    if (on_pg()) {
+        PGconn *c = pg_test_db();
+        PGresult *r = PQexec(c, sql);
+        ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s: %s", sql,
+                      PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+        return;
+    }
     ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
     ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK,
                   "%s: %s", sql, sqlite3_errmsg(db));

@@ -14,7 +14,13 @@
 #include <stdint.h>
 
 extern char tmpdir[64];
-extern char dbpath[256]; /* <tmpdir>/data/world/world.sqlite3 */
+/* <tmpdir>/data/world/world.sqlite3, or with AUR_TEST_JOURNAL_URI set
+ * (tests/support/with_pg.sh), the URI of a database made for the test:
+ * the same suite runs against both backends. */
+extern char dbpath[256];
+bool on_pg(void);
+/* The table holding the schema version: schema_meta, aurora_schema. */
+const char *schema_table(void);
 
 /* Check fixtures: make tmpdir; remove it with everything in it. */
 void setup(void);
@@ -48,7 +54,8 @@ void lines_free(struct lines *l);
 void each_ok(struct aur__journal *j, int64_t after, const char *scope,
              struct lines *l);
 
-/* One integer from a query, or run a statement, on dbpath directly. */
+/* One integer from a query, or run a statement, on dbpath directly
+ * (SQLite or libpq). */
 int64_t sql_int(const char *sql);
 void sql_exec(const char *sql);
 

@@ -623,6 +623,7 @@ static const char *const export_exempt[] = {"not_a_plugin.so"};
  * so the host cannot load it as a plugin by mistake. */
 static const char *const backends[][2] = {
     {"transport-http-libcurl.so", "aur_http_backend_entry"},
+    {"journal-postgresql.so", "aur_journal_pg_ops"},
 };
 
 static bool ends_with(const char *s, const char *suffix)
@@ -684,8 +685,10 @@ static int check_exports_in(const char *dir)
 START_TEST(test_one_exported_symbol)
 {
     int fixtures = check_exports_in(FX_DIR);
-    /* In-tree plugins too, whichever of them this build has made. */
+    /* In-tree plugins too, whichever of them this build has made, and
+     * the core's own module (the PostgreSQL journal backend). */
     check_exports_in(AUR_TEST_BIN_DIR "/plugins");
+    ck_assert_int_eq(check_exports_in(AUR_TEST_BIN_DIR "/lib/aurora-mcp"), 1);
     ck_assert_int_ge(fixtures, 20);
 }
 END_TEST

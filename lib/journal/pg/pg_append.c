@@ -29,36 +29,6 @@ enum {
     B_RSEQ, B_RSCOPE, B_RSEQUENCE                    /* new scope rows */
 };
 
-/* The statements a batch runs (prepared on every session, pg_conn.c). */
-const char *const pg__append_sql[PG_N_STMT] = {
-    [PG_LOCK] = "SELECT seq FROM world_head WHERE singleton = 1 FOR UPDATE",
-    /* LEFT JOIN: a commit without scope rows cannot be written here, but
-     * if one exists it must read as present (and conflict), not as new;
-     * scopes in strcmp order, as rows have them */
-    [PG_LOOKUP] = "SELECT c.seq, c.commit_id, c.kind, c.source, c.summary,"
-                  " c.data, s.scope FROM world_commits AS c"
-                  " LEFT JOIN world_commit_scopes AS s"
-                  " ON s.commit_seq = c.seq"
-                  " WHERE c.commit_id = ANY($1::text[])"
-                  " ORDER BY c.seq, s.scope COLLATE \"C\"",
-    /* one index descent per scope on UNIQUE (scope, sequence); a GROUP BY
-     * would read every row of the table */
-    [PG_SCOPE_MAX] = "SELECT u.i, (SELECT COALESCE(max(w.sequence), 0)"
-                     " FROM world_commit_scopes AS w WHERE w.scope = u.s)"
-                     " FROM unnest($1::text[]) WITH ORDINALITY AS u(s, i)",
-    /* seq = head + the row's place among the new rows */
-    [PG_INS_COMMITS] =
-        "INSERT INTO world_commits(seq, commit_id, kind, source, summary,"
-        " occurred_at, data) SELECT $1::bigint + u.i, u.id, u.k, u.src,"
-        " u.sm, u.t, u.d FROM unnest($2::text[], $3::text[], $4::text[],"
-        " $5::text[], $6::text[], $7::text[])"
-        " WITH ORDINALITY AS u(id, k, src, sm, t, d, i)",
-    [PG_INS_SCOPES] = "INSERT INTO world_commit_scopes(commit_seq, scope,"
-                      " sequence) SELECT * FROM unnest($1::bigint[],"
-                      " $2::text[], $3::bigint[])",
-    [PG_SET_HEAD] = "UPDATE world_head SET seq = $1 WHERE singleton = 1",
-};
-
 /* ------------------------------------------------------------------ */
 /* A batch                                                            */
 /* ------------------------------------------------------------------ */
@@ -85,19 +55,29 @@ static bool smap_init(struct smap *m, size_t entries)
     return m->slot != NULL;
 }
 
-/* The index keyed by key (key_of(ud, index) gives an entry's key), or,
- * when absent, idx after adding it. */
-static uint32_t smap_get(struct smap *m, const char *key, uint32_t idx,
-                         const char *(*key_of)(const void *, uint32_t),
-                         const void *ud)
+/* The slot holding key (key_of(ud, index) gives an entry's key), or the
+ * empty slot where it would go. */
+static uint32_t *smap_slot(const struct smap *m, const char *key,
+                           const char *(*key_of)(const void *, uint32_t),
+                           const void *ud)
 {
     size_t i;
     for (i = (size_t)hash_str(key) & (m->cap - 1); m->slot[i];
          i = (i + 1) & (m->cap - 1))
         if (strcmp(key_of(ud, m->slot[i] - 1), key) == 0)
-            return m->slot[i] - 1;
-    m->slot[i] = idx + 1;
-    return idx;
+            break;
+    return &m->slot[i];
+}
+
+/* The index keyed by key, or, when absent, idx after adding it. */
+static uint32_t smap_get(struct smap *m, const char *key, uint32_t idx,
+                         const char *(*key_of)(const void *, uint32_t),
+                         const void *ud)
+{
+    uint32_t *slot = smap_slot(m, key, key_of, ud);
+    if (!*slot)
+        *slot = idx + 1;
+    return *slot - 1;
 }
 
 /* The index keyed by key, or UINT32_MAX. */
@@ -105,12 +85,8 @@ static uint32_t smap_find(const struct smap *m, const char *key,
                           const char *(*key_of)(const void *, uint32_t),
                           const void *ud)
 {
-    size_t i;
-    for (i = (size_t)hash_str(key) & (m->cap - 1); m->slot[i];
-         i = (i + 1) & (m->cap - 1))
-        if (strcmp(key_of(ud, m->slot[i] - 1), key) == 0)
-            return m->slot[i] - 1;
-    return UINT32_MAX;
+    uint32_t *slot = smap_slot(m, key, key_of, ud);
+    return *slot ? *slot - 1 : UINT32_MAX;
 }
 
 /* A commit the look-up found: its rows in the result (one per scope). */

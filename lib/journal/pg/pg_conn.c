@@ -77,11 +77,6 @@ static const char *const migrations[] = {
 
 #define SCHEMA_VERSION ((int64_t)(sizeof migrations / sizeof *migrations))
 
-const char *const pg__stmt_name[PG_N_STMT] = {
-    "aur_head", "aur_lock", "aur_lookup", "aur_scope_max", "aur_ins_commits",
-    "aur_ins_scopes", "aur_set_head", "aur_page", "aur_page_scope",
-    "aur_scopes", "aur_count",
-};
 
 /* ------------------------------------------------------------------ */
 /* Time and errors                                                    */
@@ -315,9 +310,8 @@ static int setup(struct pg *b, PGconn *c, bool first, struct aur_error *err)
     if (rc == AUR_OK && first)
         rc = migrate(b, c, err);
     for (i = 0; rc == AUR_OK && i < PG_N_STMT; i++) {
-        const char *sql = pg__append_sql[i] ? pg__append_sql[i]
-                                            : pg__read_sql[i];
-        PGresult *r = PQprepare(c, pg__stmt_name[i], sql, 0, NULL);
+        PGresult *r = PQprepare(c, pg__stmt_name[i], pg__stmt_sql[i], 0,
+                                NULL);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             const char *m = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
                               : NULL;
@@ -453,142 +447,53 @@ int pg__ready(struct pg *b, bool hold, struct aur_error *err)
     return AUR_OK;
 }
 
-/* ------------------------------------------------------------------ */
-/* Open, close, state                                                 */
-/* ------------------------------------------------------------------ */
-
-static void wipe_free(char *s)
+int pg__connect_first(struct pg *b, struct aur_error *err)
 {
-    if (s) {
-        explicit_bzero(s, strlen(s));
-        free(s);
-    }
-}
-
-static void pg_close(void *h)
-{
-    struct pg *b = h;
-    size_t i;
-    if (!b)
-        return;
-    PQfinish(b->conn);
-    wipe_free(b->uri);
-    wipe_free(b->password);
-    wipe_free(b->uri_password);
-    for (i = 0; i < sizeof b->scratch / sizeof *b->scratch; i++)
-        pg__buf_free(&b->scratch[i]);
-    free(b);
-}
-
-/*
- * What the URI says that is needed before connecting: that it parses
- * (libpq's parse errors quote the offending text, which may be the
- * password, so they are not shown), its password (blanked from messages)
- * and its connect_timeout (the attempts here are non-blocking, so libpq
- * would not apply it).  The parsed copy is wiped before it is freed.
- */
-static int parse_uri(struct pg *b, struct aur_error *err)
-{
-    char *msg = NULL;
-    PQconninfoOption *o = PQconninfoParse(b->uri, &msg), *p;
-    int rc = AUR_OK;
-
-    if (!o) {
-        if (msg) {
-            explicit_bzero(msg, strlen(msg));
-            PQfreemem(msg);
-        }
-        return aur_fail(err, AUR_E_JOURNAL, 0,
-                        "journal: the PostgreSQL URI does not parse (it is "
-                        "not shown: it may hold a password)");
-    }
-    for (p = o; p->keyword; p++) {
-        if (!p->val)
-            continue;
-        if (strcmp(p->keyword, "password") == 0 && *p->val &&
-            !(b->uri_password = strdup(p->val)))
-            rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-        if (strcmp(p->keyword, "connect_timeout") == 0) {
-            /* libpq: 0 or less waits for ever (bounded here), 1 is 2 */
-            long s = strtol(p->val, NULL, 10);
-            b->connect_ms = s <= 0 ? 60000 : s < 2 ? 2000 : s * 1000;
-        }
-        explicit_bzero(p->val, strlen(p->val));
-    }
-    PQconninfoFree(o);
-    return rc;
-}
-
-static int pg_open(const char *target, const struct aur__jopts *o,
-                   void **out, struct aur_error *err)
-{
-    struct pg *b;
-    int rc;
-
-    *out = NULL;
-    if (!target || (strncmp(target, "postgresql://", 13) != 0 &&
-                    strncmp(target, "postgres://", 11) != 0))
-        return aur_fail(err, AUR_E_INVAL, 0,
-                        "journal: not a postgresql:// URI");
-    b = calloc(1, sizeof *b);
-    if (!b)
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    b->wait_ms = o && o->wait_ms > 0 ? o->wait_ms : 0;
-    b->data_equal = o ? o->data_equal : NULL;
-    b->connect_ms = 5000;
-    snprintf(b->target, sizeof b->target, "(not connected)");
-    b->uri = strdup(target);
-    if (!b->uri || (o && o->password && !(b->password = strdup(o->password)))) {
-        pg_close(b);
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    }
-    rc = parse_uri(b, err);
-    if (rc == AUR_OK)
-        rc = connect_once(b, pg__now_ms() + b->connect_ms, true, err);
-    if (rc != AUR_OK) {
-        pg_close(b);
-        return rc;
-    }
-    b->last_error[0] = '\0';
-    *out = b;
-    return AUR_OK;
-}
-
-static void pg_state(void *h, struct aur__jstate *st)
-{
-    struct pg *b = h;
-    st->backend = "postgresql";
-    snprintf(st->target, sizeof st->target, "%s", b->target);
-    st->reconnects = b->reconnects;
-    st->failures = b->failures;
-    snprintf(st->last_error, sizeof st->last_error, "%s", b->last_error);
-    if (!b->down) {
-        st->state = "connected";
-        st->down_ms = 0;
-    } else {
-        st->down_ms = pg__now_ms() - b->down_since;
-        st->state = st->down_ms < b->wait_ms ? "reconnecting" : "unavailable";
-    }
+    return connect_once(b, pg__now_ms() + b->connect_ms, true, err);
 }
 
 /* ------------------------------------------------------------------ */
-/* The module's entry                                                 */
+/* Statements                                                         */
 /* ------------------------------------------------------------------ */
 
-static const struct aur__journal_ops pg_ops = {
-    .version = AUR__JOURNAL_BACKEND_VERSION,
-    .name = "postgresql",
-    .open = pg_open,
-    .close = pg_close,
-    .append = pg__append,
-    .head = pg__head,
-    .read = pg__read,
-    .count = pg__count,
-    .wait = pg__wait,
-    .state = pg_state,
-};
-
-const struct aur__journal_ops *aur_journal_pg_ops(void)
+int pg__exec(struct pg *b, enum pg_stmt st, int n,
+                     const char *const *vals, const char *what,
+                     PGresult **res, enum pg_err *kind,
+                     struct aur_error *err)
 {
-    return &pg_ops;
+    PGresult *r = PQexecPrepared(b->conn, pg__stmt_name[st], n, vals, NULL,
+                                 NULL, 0);
+    ExecStatusType s = PQresultStatus(r);
+    *res = NULL;
+    *kind = PG_ERR_OTHER;
+    if (r && (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK)) {
+        *res = r;
+        return AUR_OK;
+    }
+    *kind = pg__failed(b, r, what, err);
+    PQclear(r);
+    return AUR_E_JOURNAL;
+}
+
+void pg__forget_notifies(struct pg *b)
+{
+    PGnotify *nf;
+    while (b->listening && b->conn && (nf = PQnotifies(b->conn)))
+        PQfreemem(nf);
+}
+
+int pg__query(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
+              const char *what, PGresult **res, struct aur_error *err)
+{
+    enum pg_err kind;
+    int rc, tries;
+    for (tries = 0;; tries++) {
+        rc = pg__ready(b, false, err);
+        if (rc != AUR_OK)
+            return rc;
+        rc = pg__exec(b, st, n, vals, what, res, &kind, err);
+        pg__forget_notifies(b);
+        if (rc == AUR_OK || kind != PG_ERR_CONN || tries > 0)
+            return rc;
+    }
 }

@@ -1,13 +1,19 @@
 /*
  * pg_int.h - shared by the PostgreSQL journal module's files only.
  *
- * pg_conn.c connects (and reconnects with backoff), sets up each session,
- * migrates the schema, turns failures into errors and holds the ops
- * table and the module's one exported symbol; pg_append.c writes a batch
- * in one transaction; pg_read.c builds array literals, runs statements,
- * reads the head, pages of commits and the count, and waits for commits
- * with LISTEN.  The module sees journal_backend.h, aurora/aur_plugin.h, libpq
- * and libc, nothing of the core.
+ * The files, bottom up (each uses only those before it):
+ *   pg_sql.c     every statement's name and text, decimal integers and
+ *                the array literals rows travel in;
+ *   pg_conn.c    connecting (and reconnecting with backoff), each
+ *                session's setup, the schema migration, failures turned
+ *                into errors, running a prepared statement;
+ *   pg_read.c    the head, pages of commits, the count, and waiting for
+ *                commits with LISTEN;
+ *   pg_append.c  a batch in one transaction;
+ *   pg_module.c  open, close, state and the ops table behind the one
+ *                exported symbol.
+ * The module sees journal_backend.h, aurora/aur_plugin.h, libpq and libc,
+ * nothing of the core.
  *
  * Threads: the front holds its mutex around every op on a handle, so a
  * struct pg and its connection are used by one thread at a time and need
@@ -99,12 +105,9 @@ struct pg {
     struct pg_buf scratch[12];
 };
 
-/* The name a statement is prepared under (pg_conn.c) and its text: the
- * writes' in pg_append.c, the reads' in pg_read.c (NULL for the other's),
- * each next to the code that runs it. */
+/* The name a statement is prepared under and its text (pg_sql.c). */
 extern const char *const pg__stmt_name[PG_N_STMT];
-extern const char *const pg__append_sql[PG_N_STMT];
-extern const char *const pg__read_sql[PG_N_STMT];
+extern const char *const pg__stmt_sql[PG_N_STMT];
 
 /* Milliseconds on the monotonic clock. */
 int64_t pg__now_ms(void);
@@ -137,6 +140,17 @@ int pg__ready(struct pg *b, bool hold, struct aur_error *err);
  * AUR_OK = up again. */
 int pg__revive(struct pg *b, int64_t end);
 
+/* The first connection of a handle (open): connect, set the session
+ * up and migrate the schema, within the URI's connect_timeout. */
+int pg__connect_first(struct pg *b, struct aur_error *err);
+
+/* Run a prepared statement on the session there is; *res on success
+ * (PQclear it).  Else err set, *kind says what the failure means.  No
+ * reconnect here. */
+int pg__exec(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
+             const char *what, PGresult **res, enum pg_err *kind,
+             struct aur_error *err);
+
 /* Run a prepared statement: pg__ready without hold, then the statement;
  * *res on success (PQclear it).  A lost session is reconnected
  * and the statement run once more (for reads only: they are safe to
@@ -163,7 +177,7 @@ void pg__arr_i64(struct pg_buf *buf, int64_t v);
 /* Close the literal; NULL when an append ran out of memory. */
 const char *pg__arr_end(struct pg_buf *buf);
 
-/* The ops (pg_append.c, pg_read.c). */
+/* The ops of pg_append.c and pg_read.c (pg_module.c has the rest). */
 int pg__append(void *h, const struct aur__jrow *rows, size_t n,
                int *results, int64_t *seqs, struct aur_error *err);
 int pg__head(void *h, int64_t *seq, struct aur_error *err);

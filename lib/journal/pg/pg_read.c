@@ -1,7 +1,6 @@
 /*
- * pg_read.c - the PostgreSQL journal's read side and what statements
- * share: array literals, running a prepared statement, the head, pages
- * of commits, the count, and waiting for the head to move (LISTEN and
+ * pg_read.c - the PostgreSQL journal's read side: the head, pages of
+ * commits, the count, and waiting for the head to move (LISTEN and
  * NOTIFY).
  *
  * Reads need no transaction: a commit and its scope rows become visible
@@ -21,171 +20,6 @@
 #define READ_CHUNK 512
 /* The scratch buffer reads use (append uses the ones before it). */
 #define B_READ 11
-
-#define PAGE_COLS "seq, commit_id, kind, source, summary, occurred_at, data"
-
-/* The statements reads run (prepared on every session, pg_conn.c). */
-const char *const pg__read_sql[PG_N_STMT] = {
-    [PG_HEAD] = "SELECT seq FROM world_head WHERE singleton = 1",
-    [PG_PAGE] = "SELECT " PAGE_COLS " FROM world_commits"
-                " WHERE seq > $1 AND seq <= $2 ORDER BY seq LIMIT $3",
-    [PG_PAGE_SCOPE] = "SELECT " PAGE_COLS " FROM world_commits AS c"
-                      " WHERE seq > $1 AND seq <= $2 AND EXISTS (SELECT 1"
-                      " FROM world_commit_scopes AS s"
-                      " WHERE s.commit_seq = c.seq AND s.scope = $4)"
-                      " ORDER BY seq LIMIT $3",
-    /* scopes in strcmp order, as journal_backend.h has them */
-    [PG_SCOPES] = "SELECT commit_seq, scope, sequence"
-                  " FROM world_commit_scopes"
-                  " WHERE commit_seq = ANY($1::bigint[])"
-                  " ORDER BY commit_seq, scope COLLATE \"C\"",
-    [PG_COUNT] = "SELECT count(*) FROM world_commits",
-};
-
-const char *pg__i64(char buf[24], int64_t v)
-{
-    snprintf(buf, 24, "%lld", (long long)v);
-    return buf;
-}
-
-int64_t pg__col_i64(const PGresult *r, int row, int col)
-{
-    return strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
-/* ------------------------------------------------------------------ */
-/* Array literals                                                     */
-/* ------------------------------------------------------------------ */
-
-static void buf_reset(struct pg_buf *buf)
-{
-    buf->len = 0;
-    buf->oom = false;
-}
-
-void pg__buf_free(struct pg_buf *buf)
-{
-    free(buf->p);
-    memset(buf, 0, sizeof *buf);
-}
-
-static bool reserve(struct pg_buf *buf, size_t more)
-{
-    size_t cap = buf->cap ? buf->cap : 256;
-    char *p;
-    if (buf->oom)
-        return false;
-    if (buf->len + more <= buf->cap)
-        return true;
-    while (cap < buf->len + more)
-        cap *= 2;
-    if (!(p = realloc(buf->p, cap))) {
-        buf->oom = true;
-        return false;
-    }
-    buf->p = p;
-    buf->cap = cap;
-    return true;
-}
-
-void pg__arr_begin(struct pg_buf *buf)
-{
-    buf_reset(buf);
-    if (reserve(buf, 2))
-        buf->p[buf->len++] = '{';
-}
-
-/* Every element quoted, so commas, braces, blanks and the word NULL are
- * plain text; inside quotes only '"' and '\' need a backslash. */
-void pg__arr_text(struct pg_buf *buf, const char *s, size_t len)
-{
-    size_t i;
-    char *w;
-    if (!reserve(buf, 2 * len + 4))
-        return;
-    w = buf->p + buf->len;
-    if (buf->len > 1)
-        *w++ = ',';
-    *w++ = '"';
-    for (i = 0; i < len; i++) {
-        if (s[i] == '"' || s[i] == '\\')
-            *w++ = '\\';
-        *w++ = s[i];
-    }
-    *w++ = '"';
-    buf->len = (size_t)(w - buf->p);
-}
-
-void pg__arr_i64(struct pg_buf *buf, int64_t v)
-{
-    char num[24];
-    size_t n;
-    pg__i64(num, v);
-    n = strlen(num);
-    if (!reserve(buf, n + 2))
-        return;
-    if (buf->len > 1)
-        buf->p[buf->len++] = ',';
-    memcpy(buf->p + buf->len, num, n);
-    buf->len += n;
-}
-
-const char *pg__arr_end(struct pg_buf *buf)
-{
-    if (!reserve(buf, 2))
-        return NULL;
-    buf->p[buf->len++] = '}';
-    buf->p[buf->len] = '\0';
-    return buf->p;
-}
-
-/* ------------------------------------------------------------------ */
-/* Statements                                                         */
-/* ------------------------------------------------------------------ */
-
-/* Run a prepared statement; *res on success (PQclear it).  Else err set,
- * *kind says what the failure means.  No reconnect here. */
-static int exec_stmt(struct pg *b, enum pg_stmt st, int n,
-                     const char *const *vals, const char *what,
-                     PGresult **res, enum pg_err *kind,
-                     struct aur_error *err)
-{
-    PGresult *r = PQexecPrepared(b->conn, pg__stmt_name[st], n, vals, NULL,
-                                 NULL, 0);
-    ExecStatusType s = PQresultStatus(r);
-    *res = NULL;
-    *kind = PG_ERR_OTHER;
-    if (r && (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK)) {
-        *res = r;
-        return AUR_OK;
-    }
-    *kind = pg__failed(b, r, what, err);
-    PQclear(r);
-    return AUR_E_JOURNAL;
-}
-
-void pg__forget_notifies(struct pg *b)
-{
-    PGnotify *nf;
-    while (b->listening && b->conn && (nf = PQnotifies(b->conn)))
-        PQfreemem(nf);
-}
-
-int pg__query(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
-              const char *what, PGresult **res, struct aur_error *err)
-{
-    enum pg_err kind;
-    int rc, tries;
-    for (tries = 0;; tries++) {
-        rc = pg__ready(b, false, err);
-        if (rc != AUR_OK)
-            return rc;
-        rc = exec_stmt(b, st, n, vals, what, res, &kind, err);
-        pg__forget_notifies(b);
-        if (rc == AUR_OK || kind != PG_ERR_CONN || tries > 0)
-            return rc;
-    }
-}
 
 /* ------------------------------------------------------------------ */
 /* Head, pages, count                                                 */
@@ -366,7 +200,7 @@ int pg__wait(void *h, int64_t seq, int timeout_ms, struct aur_error *err)
             /* what came before this look is covered by it */
             if (drain(b) < 0)
                 continue;
-            if (exec_stmt(b, PG_HEAD, 0, NULL, "wait", &r, &kind, err) !=
+            if (pg__exec(b, PG_HEAD, 0, NULL, "wait", &r, &kind, err) !=
                 AUR_OK) {
                 if (kind == PG_ERR_CONN)
                     continue;

@@ -43,7 +43,10 @@
  * corrupt those indexes.  world_commit_scopes has no foreign key: its
  * rows are only ever written in the transaction that writes their commit
  * (pg_append.c), and the per-row check cost some 40% of a batch, which
- * every host pays while holding the World's write lock.
+ * every host pays while holding the World's write lock.  For the same
+ * reason its second index is on commit_seq alone (a bigint, not a
+ * bigint and a text): a commit's scopes are distinct by construction
+ * (the front dedups them), and (scope, sequence), the key.
  */
 static const char *const migrations[] = {
     /* v0 -> v1 */
@@ -66,8 +69,9 @@ static const char *const migrations[] = {
     " commit_seq bigint NOT NULL,"
     " scope text COLLATE \"C\" NOT NULL,"
     " sequence bigint NOT NULL,"
-    " UNIQUE (scope, sequence),"
-    " PRIMARY KEY (commit_seq, scope));"
+    " PRIMARY KEY (scope, sequence));"
+    "CREATE INDEX world_commit_scopes_commit"
+    " ON world_commit_scopes(commit_seq);"
     "CREATE TABLE world_commit_bases("
     " commit_seq bigint NOT NULL REFERENCES world_commits(seq),"
     " scope text COLLATE \"C\" NOT NULL,"

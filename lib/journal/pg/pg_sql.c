@@ -34,7 +34,7 @@ const char *const pg__stmt_sql[PG_N_STMT] = {
                   " ON s.commit_seq = c.seq"
                   " WHERE c.commit_id = ANY($1::text[])"
                   " ORDER BY c.seq, s.scope COLLATE \"C\"",
-    /* one index descent per scope on UNIQUE (scope, sequence); a GROUP BY
+    /* one index descent per scope on the key (scope, sequence); a GROUP BY
      * would read every row of the table */
     [PG_SCOPE_MAX] = "SELECT u.i, (SELECT COALESCE(max(w.sequence), 0)"
                      " FROM world_commit_scopes AS w WHERE w.scope = u.s)"

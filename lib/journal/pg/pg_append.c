@@ -9,7 +9,7 @@
  * in two round trips (pipelines): the writers' lock is held for the
  * server's work and one turn of this side in between, not for seven
  * waits on a client that may be slow to be scheduled.  Nothing is
- * formatted into SQL: rows travel as array literals in parameters.
+ * formatted into SQL: rows travel as binary arrays in parameters.
  */
 #include "pg_int.h"
 
@@ -152,8 +152,8 @@ static int batch_init(struct pg *b, struct batch *bt,
         n > UINT32_MAX / 4 || !smap_init(&bt->ids, n) ||
         !smap_init(&bt->sc, total))
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    pg__arr_begin(ids);
-    pg__arr_begin(sc);
+    pg__arr_begin(ids, PG_OID_TEXT);
+    pg__arr_begin(sc, PG_OID_TEXT);
     for (i = 0; i < n; i++) {
         bt->first[i] = smap_get(&bt->ids, rows[i].commit_id, (uint32_t)i,
                                 row_id, rows);
@@ -251,7 +251,8 @@ struct step {
     const char *sql, *what;
     int n;
     const char *const *vals;
-    PGresult *res; /* on success */
+    const int *lens; /* as for pg__formats (NULL: all text) */
+    PGresult *res;   /* on success */
 };
 
 /* The session no longer matches what we sent: drop it (a new one is
@@ -283,13 +284,16 @@ static int pipeline(struct pg *b, struct step *p, int n, enum pg_err *kind,
 
     if (!PQenterPipelineMode(c))
         return out_of_step(b, p[0].what, kind, err);
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
+        int fmts[PG_MAX_PARAMS];
         if (!(p[i].sql ? PQsendQueryParams(c, p[i].sql, 0, NULL, NULL, NULL,
                                            NULL, 0)
-                       : PQsendQueryPrepared(c, pg__stmt_name[p[i].st],
-                                             p[i].n, p[i].vals, NULL, NULL,
-                                             0)))
+                       : PQsendQueryPrepared(
+                             c, pg__stmt_name[p[i].st], p[i].n, p[i].vals,
+                             p[i].lens, pg__formats(p[i].lens, p[i].n, fmts),
+                             0)))
             return out_of_step(b, p[i].what, kind, err);
+    }
     if (!PQpipelineSync(c))
         return out_of_step(b, p[0].what, kind, err);
     for (i = 0; i < n; i++) {
@@ -341,15 +345,17 @@ static void rollback(struct pg *b)
  * the statements that write them, the head, NOTIFY and COMMIT. */
 static int write_steps(struct pg *b, struct batch *bt, const int *results,
                        const int64_t *seqs, int64_t head, int64_t k,
-                       const char **v, char nums[2][24], struct step *p,
-                       struct aur_error *err)
+                       const char **v, int *lens, char nums[2][24],
+                       struct step *p, struct aur_error *err)
 {
     struct pg_buf *s = b->scratch;
     size_t i, j;
 
     for (i = B_ID; i <= B_RSEQUENCE; i++)
         if (i != B_SCOPES)
-            pg__arr_begin(&s[i]);
+            pg__arr_begin(&s[i], i == B_RSEQ || i == B_RSEQUENCE
+                                     ? PG_OID_INT8
+                                     : PG_OID_TEXT);
     for (i = 0; i < bt->n; i++) {
         const struct aur__jrow *w = &bt->rows[i];
         if (bt->first[i] != i || results[i] != AUR_OK)
@@ -369,23 +375,30 @@ static int write_steps(struct pg *b, struct batch *bt, const int *results,
         }
     }
     v[0] = pg__i64(nums[0], head);
-    for (i = B_ID; i <= B_DATA; i++)
+    lens[0] = -1;
+    for (i = B_ID; i <= B_DATA; i++) {
         v[1 + i - B_ID] = pg__arr_end(&s[i]);
-    for (i = B_RSEQ; i <= B_RSEQUENCE; i++)
+        lens[1 + i - B_ID] = (int)s[i].len;
+    }
+    for (i = B_RSEQ; i <= B_RSEQUENCE; i++) {
         v[7 + i - B_RSEQ] = pg__arr_end(&s[i]);
+        lens[7 + i - B_RSEQ] = (int)s[i].len;
+    }
     v[10] = pg__i64(nums[1], head + k);
+    lens[10] = -1;
     for (i = 0; i < 11; i++)
         if (!v[i])
             return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     p[0] = (struct step){PG_INS_COMMITS, NULL, "inserting commits", 7, v,
-                         NULL};
+                         lens, NULL};
     p[1] = (struct step){PG_INS_SCOPES, NULL, "inserting scopes", 3, v + 7,
-                         NULL};
+                         lens + 7, NULL};
     p[2] = (struct step){PG_SET_HEAD, NULL, "moving the head", 1, v + 10,
-                         NULL};
+                         NULL, NULL};
     /* transactional: listeners hear it once the commit is visible, and
      * never of a batch that rolled back */
-    p[3] = (struct step){0, "NOTIFY aurora_world", "notify", 0, NULL, NULL};
+    p[3] = (struct step){0, "NOTIFY aurora_world", "notify", 0, NULL, NULL,
+                         NULL};
     return AUR_OK;
 }
 
@@ -405,12 +418,14 @@ static int attempt(struct pg *b, struct batch *bt, int *results,
 {
     const char *v[11], *lv[2] = {b->scratch[B_LOOKUP].p,
                                  b->scratch[B_SCOPES].p};
+    int lens[11], llens[2] = {(int)b->scratch[B_LOOKUP].len,
+                              (int)b->scratch[B_SCOPES].len};
     char nums[2][24];
     struct step p1[4] = {
-        {0, "BEGIN", "begin", 0, NULL, NULL},
-        {PG_LOCK, NULL, "locking the head", 0, NULL, NULL},
-        {PG_LOOKUP, NULL, "looking up ids", 1, lv, NULL},
-        {PG_SCOPE_MAX, NULL, "scope sequences", 1, lv + 1, NULL},
+        {0, "BEGIN", "begin", 0, NULL, NULL, NULL},
+        {PG_LOCK, NULL, "locking the head", 0, NULL, NULL, NULL},
+        {PG_LOOKUP, NULL, "looking up ids", 1, lv, llens, NULL},
+        {PG_SCOPE_MAX, NULL, "scope sequences", 1, lv + 1, llens + 1, NULL},
     };
     struct step p2[5];
     int64_t head, k = 0;
@@ -451,10 +466,11 @@ static int attempt(struct pg *b, struct batch *bt, int *results,
             bt->next[ord - 1] = pg__col_i64(p1[3].res, row, 1) + 1;
     }
     if (k > 0) {
-        rc = write_steps(b, bt, results, seqs, head, k, v, nums, p2, err);
+        rc = write_steps(b, bt, results, seqs, head, k, v, lens, nums, p2,
+                         err);
         n2 = 4;
     }
-    p2[n2++] = (struct step){0, "COMMIT", "commit", 0, NULL, NULL};
+    p2[n2++] = (struct step){0, "COMMIT", "commit", 0, NULL, NULL, NULL};
     if (rc == AUR_OK)
         rc = pipeline(b, p2, n2, kind, err);
     /* COMMIT of a transaction the server had aborted answers ROLLBACK */

@@ -460,13 +460,13 @@ int pg__connect_first(struct pg *b, struct aur_error *err)
 /* Statements                                                         */
 /* ------------------------------------------------------------------ */
 
-int pg__exec(struct pg *b, enum pg_stmt st, int n,
-                     const char *const *vals, const char *what,
-                     PGresult **res, enum pg_err *kind,
-                     struct aur_error *err)
+int pg__exec(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
+             const int *lens, const char *what, PGresult **res,
+             enum pg_err *kind, struct aur_error *err)
 {
-    PGresult *r = PQexecPrepared(b->conn, pg__stmt_name[st], n, vals, NULL,
-                                 NULL, 0);
+    int fmts[PG_MAX_PARAMS];
+    PGresult *r = PQexecPrepared(b->conn, pg__stmt_name[st], n, vals, lens,
+                                 pg__formats(lens, n, fmts), 0);
     ExecStatusType s = PQresultStatus(r);
     *res = NULL;
     *kind = PG_ERR_OTHER;
@@ -487,7 +487,8 @@ void pg__forget_notifies(struct pg *b)
 }
 
 int pg__query(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
-              const char *what, PGresult **res, struct aur_error *err)
+              const int *lens, const char *what, PGresult **res,
+              struct aur_error *err)
 {
     enum pg_err kind;
     int rc, tries;
@@ -495,7 +496,7 @@ int pg__query(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
         rc = pg__ready(b, false, err);
         if (rc != AUR_OK)
             return rc;
-        rc = pg__exec(b, st, n, vals, what, res, &kind, err);
+        rc = pg__exec(b, st, n, vals, lens, what, res, &kind, err);
         pg__forget_notifies(b);
         if (rc == AUR_OK || kind != PG_ERR_CONN || tries > 0)
             return rc;

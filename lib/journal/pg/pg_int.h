@@ -3,7 +3,7 @@
  *
  * The files, bottom up (each uses only those before it):
  *   pg_sql.c     every statement's name and text, decimal integers and
- *                the array literals rows travel in;
+ *                the binary arrays rows travel in;
  *   pg_conn.c    connecting (and reconnecting with backoff), each
  *                session's setup, the schema migration, failures turned
  *                into errors, running a prepared statement;
@@ -68,12 +68,17 @@ enum pg_err {
     PG_ERR_CONN   /* the session is gone: the handle is now down */
 };
 
-/* A growable byte buffer for an array literal. */
+/* A growable byte buffer for a binary array. */
 struct pg_buf {
     char *p;
     size_t len, cap;
-    bool oom; /* an append failed; len is unreliable */
+    uint32_t n, oid; /* an array's elements so far, their type */
+    bool oom;        /* an append failed; len is unreliable */
 };
+
+/* Element types of the arrays sent (pg_type.h's OIDs). */
+#define PG_OID_INT8 20u
+#define PG_OID_TEXT 25u
 
 struct pg {
     /* Set at open, constant after. */
@@ -99,7 +104,7 @@ struct pg {
     uint64_t reconnects, failures;
     char last_error[256];
 
-    /* Array literals, kept between calls so a steady stream of batches
+    /* Arrays, kept between calls so a steady stream of batches
      * reuses the same memory: append's (B_* in pg_append.c), then one for
      * reads (B_READ in pg_read.c). */
     struct pg_buf scratch[12];
@@ -144,19 +149,26 @@ int pg__revive(struct pg *b, int64_t end);
  * up and migrate the schema, within the URI's connect_timeout. */
 int pg__connect_first(struct pg *b, struct aur_error *err);
 
-/* Run a prepared statement on the session there is; *res on success
- * (PQclear it).  Else err set, *kind says what the failure means.  No
+/* Run a prepared statement on the session there is (lens: as for
+ * pg__formats); *res on success (PQclear it).  Else err set, *kind says what the failure means.  No
  * reconnect here. */
 int pg__exec(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
-             const char *what, PGresult **res, enum pg_err *kind,
-             struct aur_error *err);
+             const int *lens, const char *what, PGresult **res,
+             enum pg_err *kind, struct aur_error *err);
 
 /* Run a prepared statement: pg__ready without hold, then the statement;
  * *res on success (PQclear it).  A lost session is reconnected
  * and the statement run once more (for reads only: they are safe to
  * repeat). */
 int pg__query(struct pg *b, enum pg_stmt st, int n, const char *const *vals,
-              const char *what, PGresult **res, struct aur_error *err);
+              const int *lens, const char *what, PGresult **res,
+              struct aur_error *err);
+
+/* The formats libpq wants for vals: lens NULL = all text (NULL), else
+ * binary where lens[i] >= 0 (a pg_buf array), text where it is -1.
+ * fmts has room for n <= PG_MAX_PARAMS. */
+#define PG_MAX_PARAMS 16
+const int *pg__formats(const int *lens, int n, int fmts[PG_MAX_PARAMS]);
 
 /* Drop the notifications libpq collected while running statements.  A
  * handle that once waited stays LISTENing, and a host that then only
@@ -169,12 +181,14 @@ const char *pg__i64(char buf[24], int64_t v);
 /* Parse a column known to hold a bigint. */
 int64_t pg__col_i64(const PGresult *r, int row, int col);
 
-/* Array literals ("{...}", for $n::text[] and $n::bigint[]). */
+/* Arrays in the binary format, for $n::text[] and $n::bigint[]: begin
+ * with the element type, append elements of that type, end; send the
+ * buffer's len bytes as a binary parameter. */
 void pg__buf_free(struct pg_buf *buf);
-void pg__arr_begin(struct pg_buf *buf);
+void pg__arr_begin(struct pg_buf *buf, uint32_t elem_oid);
 void pg__arr_text(struct pg_buf *buf, const char *s, size_t len);
 void pg__arr_i64(struct pg_buf *buf, int64_t v);
-/* Close the literal; NULL when an append ran out of memory. */
+/* Finish the array; NULL when an append ran out of memory. */
 const char *pg__arr_end(struct pg_buf *buf);
 
 /* The ops of pg_append.c and pg_read.c (pg_module.c has the rest). */

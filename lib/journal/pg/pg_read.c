@@ -29,7 +29,7 @@ int pg__head(void *h, int64_t *seq, struct aur_error *err)
 {
     struct pg *b = h;
     PGresult *r;
-    int rc = pg__query(b, PG_HEAD, 0, NULL, "reading the head", &r, err);
+    int rc = pg__query(b, PG_HEAD, 0, NULL, NULL, "reading the head", &r, err);
     if (rc != AUR_OK)
         return rc;
     *seq = PQntuples(r) > 0 ? pg__col_i64(r, 0, 0) : 0;
@@ -41,7 +41,7 @@ int64_t pg__count(void *h)
 {
     PGresult *r;
     int64_t n = -1;
-    if (pg__query(h, PG_COUNT, 0, NULL, "counting", &r, NULL) != AUR_OK)
+    if (pg__query(h, PG_COUNT, 0, NULL, NULL, "counting", &r, NULL) != AUR_OK)
         return -1;
     if (PQntuples(r) > 0)
         n = pg__col_i64(r, 0, 0);
@@ -58,15 +58,17 @@ static int visit(struct pg *b, const PGresult *page,
     struct pg_buf *lit = &b->scratch[B_READ];
     int rows = PQntuples(page), i, p = 0, ns, rc;
     const char *v[1], **scopes = NULL;
+    int lens[1];
     int64_t *seqv = NULL;
     PGresult *sr;
 
-    pg__arr_begin(lit);
+    pg__arr_begin(lit, PG_OID_INT8);
     for (i = 0; i < rows; i++)
         pg__arr_i64(lit, pg__col_i64(page, i, 0));
     if (!(v[0] = pg__arr_end(lit)))
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    rc = pg__query(b, PG_SCOPES, 1, v, "reading scopes", &sr, err);
+    lens[0] = (int)lit->len;
+    rc = pg__query(b, PG_SCOPES, 1, v, lens, "reading scopes", &sr, err);
     if (rc != AUR_OK)
         return rc;
     ns = PQntuples(sr);
@@ -126,7 +128,7 @@ int pg__read(void *h, int64_t after, int64_t upto, const char *scope,
         int rows;
 
         rc = pg__query(b, scope ? PG_PAGE_SCOPE : PG_PAGE, scope ? 4 : 3, v,
-                       "reading commits", &page, err);
+                       NULL, "reading commits", &page, err);
         if (rc != AUR_OK)
             break;
         rows = PQntuples(page);
@@ -200,7 +202,7 @@ int pg__wait(void *h, int64_t seq, int timeout_ms, struct aur_error *err)
             /* what came before this look is covered by it */
             if (drain(b) < 0)
                 continue;
-            if (pg__exec(b, PG_HEAD, 0, NULL, "wait", &r, &kind, err) !=
+            if (pg__exec(b, PG_HEAD, 0, NULL, NULL, "wait", &r, &kind, err) !=
                 AUR_OK) {
                 if (kind == PG_ERR_CONN)
                     continue;

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -1074,12 +1075,14 @@ END_TEST
 /* Faults                                                             */
 /* ------------------------------------------------------------------ */
 
+/* stop, batches and rc cross threads (atomics); the rest is read after
+ * the join. */
 struct pump {
     void *h;
-    volatile int stop;
-    volatile size_t batches;
+    atomic_int stop;
+    atomic_size_t batches;
     size_t ok, declined, other, rows;
-    int rc;
+    atomic_int rc;
     char msg[256];
 };
 
@@ -1095,15 +1098,16 @@ static void *pump_run(void *arg)
     char id[32];
     size_t k;
 
-    while (!p->stop) {
+    while (!atomic_load(&p->stop)) {
         for (k = 0; k < 50; k++) {
             snprintf(id, sizeof id, "r-%zu", p->rows + k);
             mk(&t[k], id, "summary", k % 2 ? "a,b" : "b", NULL);
             rows[k] = t[k].r;
         }
-        p->rc = ops->append(p->h, rows, 50, res, seqs, &err);
-        if (p->rc != AUR_OK) {
+        int rc = ops->append(p->h, rows, 50, res, seqs, &err);
+        if (rc != AUR_OK) {
             snprintf(p->msg, sizeof p->msg, "%s", err.msg);
+            atomic_store(&p->rc, rc); /* after msg: readers see both */
             break;
         }
         for (k = 0; k < 50; k++) {
@@ -1115,7 +1119,7 @@ static void *pump_run(void *arg)
                 p->other++;
         }
         p->rows += 50;
-        p->batches++;
+        atomic_fetch_add(&p->batches, 1);
     }
     free(t);
     return NULL;
@@ -1124,9 +1128,12 @@ static void *pump_run(void *arg)
 static void wait_batches(struct pump *p, size_t n)
 {
     int64_t end = now_ms() + 60000;
-    while (p->batches < n && p->rc == AUR_OK && now_ms() < end)
+    while (atomic_load(&p->batches) < n && atomic_load(&p->rc) == AUR_OK &&
+           now_ms() < end)
         sleep_ms(10);
-    ck_assert_msg(p->batches >= n, "appends stalled: %d %s", p->rc, p->msg);
+    ck_assert_msg(atomic_load(&p->batches) >= n, "appends stalled: %d %s",
+                  atomic_load(&p->rc),
+                  atomic_load(&p->rc) != AUR_OK ? p->msg : "");
 }
 
 /* A restart (sessions terminated, connections refused for a while) under
@@ -1145,9 +1152,9 @@ START_TEST(restart_under_load)
     ck_assert_int_eq(pthread_create(&th, NULL, pump_run, &p), 0);
     wait_batches(&p, 20);
     ck_assert_int_eq(pg_sh(NULL, 0, "restart", NULL, NULL), 0);
-    before = p.batches;
+    before = atomic_load(&p.batches);
     wait_batches(&p, before + 20);
-    p.stop = 1;
+    atomic_store(&p.stop, 1);
     pthread_join(th, NULL);
     ck_assert_msg(p.rc == AUR_OK, "%s", p.msg);
     ck_assert_uint_eq(p.other, 0);

@@ -136,8 +136,29 @@ static void check_loaded(const struct aur__config *c)
 
     if (!c || strcmp(c->dir, real_dir) != 0 || c->nplugins == 0)
         abort();
-    if (!c->journal || c->journal[0] != '/')
+    /* journal: an absolute path, or a PostgreSQL URI that holds no
+     * password, with its wait in range */
+    if (!c->journal)
         abort();
+    if (c->journal[0] == '/') {
+        if (c->journal_password_env)
+            abort();
+    } else {
+        const char *auth = strstr(c->journal, "://");
+        size_t n;
+        const char *at;
+        if ((strncmp(c->journal, "postgresql://", 13) != 0 &&
+             strncmp(c->journal, "postgres://", 11) != 0) ||
+            !auth || strstr(c->journal, "password="))
+            abort();
+        auth += 3;
+        n = strcspn(auth, "/?#");
+        at = memchr(auth, '@', n);
+        if (at && memchr(auth, ':', (size_t)(at - auth)))
+            abort();
+        if (c->journal_wait_ms < 100 || c->journal_wait_ms > 3600000)
+            abort();
+    }
     if (c->log_file && c->log_file[0] != '/')
         abort();
     if (c->log_level < AUR_LOG_ERROR || c->log_level > AUR_LOG_DEBUG)

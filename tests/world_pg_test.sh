@@ -20,8 +20,9 @@
 # usage: world_pg_test.sh BUILD_DIR SOURCE_DIR
 # Exit 77 (skip) only when the PostgreSQL server programs are absent.
 set -u
-BUILD="$1"
-SRC="$2"
+# absolute: the hosts run with other working directories
+BUILD=$(cd "$1" && pwd) || exit 2
+SRC=$(cd "$2" && pwd) || exit 2
 BIN="$BUILD/bin/aurora-mcp"
 FIX="$BUILD/bin/aur-fixture-server"
 PLUG="$BUILD/plugins"

@@ -6,6 +6,8 @@
 if(TARGET journal-postgresql)
   aur_add_check(check_journal_pg_ops
                 SOURCES lib/journal/check_journal_pg_ops.c
+                        lib/journal/check_journal_pg_faults.c
+                        lib/journal/pg_ops_fixture.c
                 LIBS ${CMAKE_DL_LIBS}
                 DEPENDS journal-postgresql
                 TIMEOUT 240)

@@ -667,7 +667,9 @@ struct aur_tool_ref {
  *
  * Threads: declare_caps, accept_server, validate_tool and end_session run
  * on the App's startup/teardown thread; on_notify runs on the App's
- * dispatch thread, serialised per App.  resolve_scope and classify run on
+ * dispatch: serialised per App, in arrival order, on one of the core's
+ * shared dispatch workers (or the closing thread, for what is left at
+ * close), so it must not rely on thread-local state across calls.  resolve_scope and classify run on
  * the calling thread and may run concurrently for one session: session
  * state must be read-only after validate_tool.
  */

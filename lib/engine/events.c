@@ -1,14 +1,15 @@
 /*
  * events.c - what an App's server tells us on its own: notifications,
  * server requests, the end of the listen stream and of the connection.
- * Everything here runs on the App's dispatch thread.
+ * Everything here runs on the App's dispatch (one item at a time, in
+ * order, on a worker every App shares: lib/rpc/rpc_pool.h).
  *
  * One notification reaches exactly one handler: a method an extension
  * lists goes to that extension only; the core handles the rest.
  *
  * What was true when a notification arrived is decided when it arrived,
- * on the transport's thread (on_ordered), not when the dispatch thread
- * gets to it: an event that arrived before activation stays refused
+ * on the transport's thread (on_ordered), not when the dispatch gets to
+ * it: an event that arrived before activation stays refused
  * however long the queue was, and one that arrived before close began is
  * still handled while close drains the queue.
  */
@@ -107,7 +108,7 @@ static unsigned count_change(struct aur__app *app, struct json_object *params)
     return (stamp & STAMP_COMMIT) ? stamp : AUR__RPC_DROP;
 }
 
-/* On the dispatch thread: the one mcp.catalog.changed commit. */
+/* On the App's dispatch: the one mcp.catalog.changed commit. */
 static void commit_change(struct aur__app *app)
 {
     int64_t seq;
@@ -348,7 +349,7 @@ static unsigned on_ordered(void *ud, const char *method,
         !ext_for(app, method))
         return count_change(app, params);
     /* Quick and never blocking, so handled here: every modern App sends
-     * one, and it alone would need the App's dispatch thread. */
+     * one, and it alone would wake a dispatch worker. */
     if (strcmp(method, "notifications/subscriptions/acknowledged") == 0 &&
         !ext_for(app, method)) {
         listen_acknowledged(app, params);

@@ -547,8 +547,8 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
              mcp->nregistry);
     return AUR_OK;
 fail:
-    /* What waits at the gate is dropped, then the dispatch threads can be
-     * joined.  Startup already failed: a child that will not leave gets
+    /* What waits at the gate is dropped, then every App's dispatch can
+     * drain.  Startup already failed: a child that will not leave gets
      * little time before it is killed. */
     open_gate(mcp, -1);
     aur__close_all(mcp, AUR__FAIL_GRACE_MS);

@@ -1,7 +1,7 @@
 /*
  * rpc.c - one JSON-RPC connection: open, close, reopen, and the caller's
  * side of a request (see rpc.h; the receive side is rpc_recv.c, the
- * dispatch thread rpc_queue.c).
+ * dispatch queue rpc_queue.c, its shared workers rpc_pool.c).
  */
 #include "aur_setup.h"
 
@@ -39,6 +39,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     r->tokens = r->lim.notify_burst * 1000;
     r->refill_at = aur__now_ms();
     aur__rpc_sink_init(r);
+    aur__rpc_queue_init(r);
 
     if (!(r->close_item = calloc(1, sizeof *r->close_item))) {
         rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
@@ -59,21 +60,17 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl)
     if (!r)
         return;
     AUR_PERTURB("rpc.close");
-    /* The dispatch thread finishes first (what arrived before close is
-     * still handled, boundedly): it may answer server requests through
-     * the transport, which must not be closed under it.  What arrives
-     * after it ended is only queued and freed below. */
+    /* What was queued is handled first (boundedly, on this thread): a
+     * handler may answer server requests through the transport, which
+     * must not be closed under it.  What arrives after that is only
+     * queued and freed below. */
     pthread_mutex_lock(&r->mu);
     r->stopping = true;
     r->stop_ms = aur__now_ms();
-    pthread_cond_signal(&r->qcv);
     pthread_cond_broadcast(&r->qspace);
     pthread_cond_broadcast(&r->fcv);
-    /* none is made from here on; one that ended idle is joined too */
-    bool joinable = r->thread_started || r->thread_idle;
     pthread_mutex_unlock(&r->mu);
-    if (joinable)
-        pthread_join(r->thread, NULL);
+    aur__rpc_queue_drain(r);
     if (r->conn)
         r->ops->close(r->conn, dl);
     r->conn = NULL;
@@ -113,13 +110,12 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
     /* A reader parked on the old connection must let it close. */
     pthread_cond_broadcast(&r->fcv);
     /* What the old connection said is queued as stale now and dropped,
-     * but the dispatch thread may be inside a handler of it already: its
+     * but a dispatch worker may be inside a handler of it already: its
      * effect (the old end's "disconnected", a reply to the old process)
      * must land before the owner starts on the new connection, not after
      * it.  Bounded by dl; a handler's own waits are bounded too. */
     while (r->handling && r->handling_gen != r->gen &&
-           !pthread_equal(pthread_self(), r->thread)) /* not a handler's
-                                                     (handling: it exists) */
+           aur__rpc_running != r) /* not from its own handler */
         if (aur__cond_wait_until(&r->hcv, &r->mu, dl) == ETIMEDOUT) {
             pthread_mutex_unlock(&r->mu);
             return aur_fail(err, AUR_E_TIMEOUT, 0,

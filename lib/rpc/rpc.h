@@ -4,8 +4,9 @@
  * The transport hands every inbound message to the sink.  Responses are
  * correlated to waiting requests right there, on the transport's thread, so
  * a call costs no extra thread hop.  Notifications and server-to-client
- * requests are queued for the connection's dispatch thread, which calls
- * the owner's handlers one at a time.
+ * requests are queued for the connection's dispatch: its items are handled
+ * one at a time, in arrival order, on one of the worker threads every
+ * connection shares (rpc_pool.h), or by close for what is left.
  *
  * Ids: requests get integers from a per-connection counter that never
  * repeats; the probe and listen requests use strings the caller picks, so
@@ -13,7 +14,9 @@
  *
  * Threads: aur__rpc_request / _notify / _wait may be called from any
  * thread, concurrently.  aur__rpc_open and aur__rpc_close belong to the
- * owner.  Handlers run on the dispatch thread.
+ * owner.  Handlers run on the connection's dispatch: one at a time, in
+ * order, on a shared worker or close's thread (never the owner's other
+ * threads, never two at once).
  */
 #ifndef AUR_RPC_H
 #define AUR_RPC_H
@@ -48,7 +51,7 @@ struct aur__rpc_end {
  * it (quick, no waits, no writes), never act on it. */
 #define AUR__RPC_OVERDUE 0x80000000u
 
-/* What the owner hears about, always on the dispatch thread. */
+/* What the owner hears about, always on the connection's dispatch. */
 struct aur__rpc_handlers {
     void *ud;
     struct aur__log *log; /* where this layer's lines go; NULL: the
@@ -117,8 +120,8 @@ struct aur__rpc_limits {
 };
 
 /*
- * Open the transport (ops from the plugin, state its init state) and start
- * the dispatch thread.  tag names the App in logs.  On failure nothing is
+ * Open the transport (ops from the plugin, state its init state) and hold
+ * the shared dispatch workers.  tag names the App in logs.  On failure nothing is
  * left running.
  */
 int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
@@ -128,7 +131,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
                   aur_deadline dl, struct aur__rpc **out,
                   struct aur_error *err);
 
-/* Let the dispatch thread finish what is queued (bounded), close the
+/* Handle what is queued (bounded, on this thread), close the
  * transport (bounded by dl), fail every waiter with AUR_E_CLOSED and
  * free.  NULL allowed. */
 void aur__rpc_close(struct aur__rpc *r, aur_deadline dl);
@@ -141,7 +144,7 @@ void aur__rpc_stop(struct aur__rpc *r, aur_deadline dl);
 /* Restart the transport from scratch (transport reopen hook), failing
  * current waiters.  AUR_E_STATE if the transport cannot.  When it
  * returns, no handler of the old connection runs or will run: what was
- * queued is dropped, and one in progress on the dispatch thread has
+ * queued is dropped, and one in progress on a dispatch worker has
  * returned (AUR_E_TIMEOUT, nothing restarted, if it did not by dl). */
 int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
                     struct aur_error *err);
@@ -182,7 +185,7 @@ int aur__rpc_request_text(struct aur__rpc *r, const char *method,
 
 /* Send a long-lived request (subscriptions/listen): nobody waits for it;
  * its response, if one ever comes, goes to handlers.response on the
- * dispatch thread.  params (transfer). */
+ * connection's dispatch.  params (transfer). */
 int aur__rpc_request_detached(struct aur__rpc *r, const char *method,
                               struct json_object *params, const char *sid,
                               aur_deadline dl, struct aur_error *err);

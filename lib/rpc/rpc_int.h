@@ -7,10 +7,13 @@
  *   rpc_recv.c   the sink the transport calls: correlation of responses
  *                and request ends, the notification budget, what is
  *                refused and why
- *   rpc_queue.c  the dispatch queue and its thread (notifications,
- *                server requests, detached responses, the close item)
+ *   rpc_queue.c  the dispatch queue (notifications, server requests,
+ *                detached responses, the close item) and its handling
+ *   rpc_pool.c   the worker threads shared by every connection
+ *                (rpc_pool.h: knows jobs, not connections)
  *
- * Calls go rpc.c -> rpc_recv.c -> rpc_queue.c, never back.
+ * Calls go rpc.c -> rpc_recv.c -> rpc_queue.c -> rpc_pool.c, never back
+ * (a pool worker runs a connection through its job's function pointer).
  *
  * Locking: r->mu guards every field below it in struct aur__rpc and
  * every pending's state, reply, text and end.  Nothing is called with
@@ -23,6 +26,7 @@
 #include "aur_setup.h"
 
 #include "rpc.h"
+#include "rpc_pool.h"
 
 #include <pthread.h>
 
@@ -97,8 +101,9 @@ struct aur__rpc {
 
     pthread_cond_t qcv;
     pthread_cond_t qspace; /* signalled when the queue has room */
-    /* The dispatch thread is in a handler for an item of handling_gen;
-     * reopen waits on hcv until a handler of the old connection is done. */
+    /* A handler runs for an item of handling_gen (on a pool worker or
+     * close's thread); reopen waits on hcv until a handler of the old
+     * connection is done. */
     bool handling;
     unsigned handling_gen;
     pthread_cond_t hcv;
@@ -108,16 +113,15 @@ struct aur__rpc {
     int64_t held;  /* max_mem account: replies not yet taken, owner
                       charges (aur__rpc_mem_adjust); read without mu by
                       the reader (atomic) */
-    bool stopping;  /* close began: the queue drains, then the thread ends */
+    bool stopping;  /* close began: the queue drains on close's thread */
     aur_deadline stop_ms; /* when close began (the drain counts from it) */
-    /* The dispatch thread exists while items come (mu): made with the
-     * first one, ended after an idle spell (rpc_queue.c).  Most Apps
-     * never send anything that needs it, and a thread per App that waits
-     * for nothing was half the host's threads. */
-    pthread_t thread;
-    bool thread_started;
-    bool thread_idle; /* (mu) thread ended idle and is not joined yet */
-    bool thread_failed; /* (mu) it could not be made: logged once */
+    /* The connection's turn in the shared dispatch pool (rpc_pool.h):
+     * true from the moment its job is pushed until the worker that ran
+     * it finds its queue empty, so one thread at most handles its items.
+     * close takes the turn for good (aur__rpc_queue_drain). */
+    bool sched;
+    bool sched_failed; /* no worker could be made for it: logged once */
+    struct aur__pool_job job; /* the pool's fields are the pool's lock's */
 };
 
 /* ---- rpc_recv.c ---------------------------------------------------- */
@@ -139,10 +143,13 @@ void aur__rpc_pending_free(struct aur__pending *p);
  * lone tools/call), and such a reader is never parked on a faulty
  * connection. */
 extern _Thread_local bool aur__rpc_in_send_text;
+/* The connection whose item this thread is handling, or NULL: a handler
+ * that reopens its own connection must not wait for itself. */
+extern _Thread_local struct aur__rpc *aur__rpc_running;
 
 /* ---- rpc_queue.c --------------------------------------------------- */
 
-/* Queue an item for the dispatch thread (q allocated by the caller,
+/* Queue an item for handling off the reader (q allocated by the caller,
  * transfer).  bounded: wait for room (backpressure) up to a bound, then
  * shed it (counted).  first: put it at the head.  Takes r->mu. */
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
@@ -156,9 +163,16 @@ bool aur__rpc_enqueue_msg(struct aur__rpc *r, struct json_object *msg,
  * memory: the connection is given up (rpc_recv.c, go_faulty) with
  * AUR_E_NOMEM.  Takes r->mu. */
 void aur__rpc_lost(struct aur__rpc *r, size_t len);
-/* The dispatch thread body (arg: r). */
-void *aur__rpc_dispatch_main(void *arg);
-/* Free what is left in the queue (close; no thread left). */
+/* Set the connection's pool job up and hold the pool (open, before
+ * anything that can fail: aur__rpc_queue_free releases it). */
+void aur__rpc_queue_init(struct aur__rpc *r);
+/* Close's part: take the connection's turn from the pool (waiting for
+ * a worker that runs it), then handle what is queued on this thread,
+ * under the drain rules, and log what was overdue.  Nothing is scheduled
+ * for r afterwards.  r->stopping set by the caller. */
+void aur__rpc_queue_drain(struct aur__rpc *r);
+/* Free what is left in the queue and release the pool (close, after
+ * the drain and the transport's close). */
 void aur__rpc_queue_free(struct aur__rpc *r);
 
 #endif

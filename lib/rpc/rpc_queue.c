@@ -1,12 +1,15 @@
 /*
- * rpc_queue.c - the dispatch queue and its thread (see rpc_int.h).
+ * rpc_queue.c - the dispatch queue of one connection (see rpc_int.h).
  *
  * Notifications, server requests, responses to detached requests and the
- * end of the connection are handled one at a time on this thread, in
- * arrival order, so the owner's handlers never run concurrently.  The
- * thread is made when an item is queued and there is none, and ends after
- * IDLE_MS with nothing to do: an App costs its transport's reader alone
- * except while it is sending what needs handling.
+ * end of the connection are handled one at a time, in arrival order, so
+ * the owner's handlers never run concurrently.  They run on the workers
+ * every connection shares (rpc_pool.h): the connection's job is pushed
+ * when an item is queued and it has none listed or running, and a worker
+ * handles a batch of items, then lets the others have their turn.  An
+ * App costs its transport's reader alone while it is quiet, and a
+ * thousand that notify at once share a few threads.  close handles what
+ * is left on its own thread.
  */
 #include "aur_setup.h"
 
@@ -19,17 +22,15 @@
 
 /* How long a full queue makes the reader wait before it sheds. */
 #define QUEUE_WAIT_MS 10000
-/* How long close lets the dispatch thread finish what arrived before it
- * began (what arrives later is stamped as such and handled cheaply).
- * What is still queued then is handed over AUR__RPC_OVERDUE: counted by
- * its handler (an event as dropped), never silently freed. */
+/* How long close lets what arrived before it be handled (what arrives
+ * later is stamped as such and handled cheaply).  What is still queued
+ * then is handed over AUR__RPC_OVERDUE: counted by its handler (an event
+ * as dropped), never silently freed. */
 #define DRAIN_MS 2000
-/* How long the dispatch thread waits for more before it ends.  Long
- * enough that a steady trickle (a log line a second) keeps one thread,
- * short enough that a burst's threads are gone soon after it. */
-#ifndef AUR__RPC_IDLE_MS
-#define AUR__RPC_IDLE_MS 1000
-#endif
+/* Items a worker handles for one connection before the others' turn. */
+#define BATCH 32
+
+_Thread_local struct aur__rpc *aur__rpc_running;
 
 /* No room for q: the count bound, or the byte bound (a queue holding
  * nothing always takes one message, however big).  r->mu held. */
@@ -41,39 +42,12 @@ static bool queue_full(const struct aur__rpc *r, const struct aur__qitem *q)
            r->qbytes + q->mem > r->lim.max_queue_bytes;
 }
 
-/* The dispatch thread, made when an item is queued and none runs (none
- * once close began: what arrives then is only freed).  One that ended
- * idle is joined first: it left the lock for good before it said so, so
- * the join waits for nothing but its return.  Tried again with each item
- * it could not be made for; returns the errno to log, the first time
- * only, else 0.  r->mu held. */
-static int start_thread(struct aur__rpc *r)
-{
-    int e;
-
-    if (r->thread_started || r->stopping)
-        return 0;
-    if (r->thread_idle) {
-        pthread_join(r->thread, NULL);
-        r->thread_idle = false;
-    }
-    e = pthread_create(&r->thread, NULL, aur__rpc_dispatch_main, r);
-    if (e == 0) {
-        r->thread_started = true;
-        return 0;
-    }
-    if (r->thread_failed)
-        return 0;
-    r->thread_failed = true;
-    return e;
-}
-
 void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
                       bool first)
 {
     pthread_mutex_lock(&r->mu);
     /* Backpressure, not loss: a flooding server waits for us (its pipe
-     * fills up) until the dispatch thread has caught up; only a
+     * fills up) until its handling has caught up; only a
      * dispatcher stuck for QUEUE_WAIT_MS makes us drop.  Both bounds
      * wait the same way: max_queue messages, max_queue_bytes of them. */
     if (bounded && queue_full(r, q)) {
@@ -115,13 +89,27 @@ void aur__rpc_enqueue(struct aur__rpc *r, struct aur__qitem *q, bool bounded,
     r->qbytes += q->mem;
     if (r->qbytes > r->stats.queue_bytes_peak)
         r->stats.queue_bytes_peak = r->qbytes;
-    int e = start_thread(r);
-    pthread_cond_signal(&r->qcv);
+    /* Its turn, unless it has one (listed, run by a worker, or close's
+     * for good).  A worker that cannot be made leaves the job listed: the
+     * next item tries again, as does any other connection's push, and
+     * close handles it at the latest. */
+    int e = 0;
+    if (!r->sched) {
+        r->sched = true;
+        e = aur__pool_push(&r->job);
+    } else if (r->sched_failed && !r->stopping) {
+        e = aur__pool_kick();
+    }
+    if (e && !r->sched_failed)
+        r->sched_failed = true; /* logged once */
+    else
+        e = 0;
     pthread_mutex_unlock(&r->mu);
     if (e)
         aur__log(r->h.log, AUR_LOG_ERROR, r->tag,
-                 "cannot start the dispatch thread (%s): what the server "
-                 "sends that answers no request waits unhandled",
+                 "cannot start a dispatch thread (%s): what the server "
+                 "sends that answers no request waits until one can be "
+                 "made, or until close",
                  strerror(e));
 }
 
@@ -197,62 +185,21 @@ static void handle(struct aur__rpc *r, struct aur__qitem *q, bool overdue)
     }
 }
 
-void *aur__rpc_dispatch_main(void *arg)
+/* Handle up to max items, in order, on this thread, which holds the
+ * connection's turn.  worker: when it stops, give the turn back unless
+ * more waits (then true: the pool lists the job again); close keeps the
+ * turn.  While closing, what arrived before close is handled until the
+ * drain's deadline, and after it only counted (each quick). */
+static bool run_items(struct aur__rpc *r, size_t max, bool worker)
 {
-    struct aur__rpc *r = arg;
-    aur_deadline drain_dl = AUR_NO_DEADLINE;
-    size_t freed = 0; /* the bytes of the item handled last */
+    bool again;
 
-    for (;;) {
-        struct aur__qitem *q;
-        pthread_mutex_lock(&r->mu);
-        /* Its bytes counted until its tree was gone (released here, under
-         * the lock this loop takes anyway). */
-        if (freed) {
-            r->qbytes -= freed;
-            pthread_cond_signal(&r->qspace);
-            freed = 0;
-        }
-        if (r->handling) {
-            r->handling = false;
-            pthread_cond_broadcast(&r->hcv);
-        }
-        if (!r->qhead && !r->stopping) {
-            aur_deadline idle = aur__now_ms() + AUR__RPC_IDLE_MS;
-            while (!r->qhead && !r->stopping)
-                if (aur__cond_wait_until(&r->qcv, &r->mu, idle) ==
-                    ETIMEDOUT)
-                    break;
-            /* Nothing came: end.  The next item makes a thread anew
-             * (start_thread joins this one), and close joins it. */
-            if (!r->qhead && !r->stopping) {
-                r->thread_started = false;
-                r->thread_idle = true;
-                pthread_mutex_unlock(&r->mu);
-                /* (a new item's start_thread joins this thread) */
-                AUR_PERTURB("rpc.idle_exit");
-                return NULL;
-            }
-        }
-        /* from close's start: a handler busy then uses up the drain */
-        if (r->stopping && drain_dl == AUR_NO_DEADLINE)
-            drain_dl = r->stop_ms + DRAIN_MS;
-        q = r->qhead;
-        /* Closing: what arrived before is still handled until the drain
-         * deadline, and after it only counted (bounded by the queue's
-         * bound, each quick); an empty queue ends the thread. */
-        if (!q) {
-            uint64_t overdue = r->stats.overdue;
-            pthread_mutex_unlock(&r->mu);
-            if (overdue)
-                aur__log(r->h.log, AUR_LOG_WARN, r->tag,
-                         "close: %llu server messages that arrived before "
-                         "it were not handled within its %d ms drain "
-                         "(events among them are counted as dropped)",
-                         (unsigned long long)overdue, DRAIN_MS);
-            break;
-        }
-        bool overdue = r->stopping && aur__now_ms() >= drain_dl;
+    aur__rpc_running = r;
+    pthread_mutex_lock(&r->mu);
+    for (size_t n = 0; n < max && r->qhead; n++) {
+        struct aur__qitem *q = r->qhead;
+        bool overdue =
+            r->stopping && aur__now_ms() >= r->stop_ms + DRAIN_MS;
         /* counted: what the handler only counts (a notification, or a
          * request left unanswered); the close marker and responses are
          * handled as always */
@@ -275,14 +222,67 @@ void *aur__rpc_dispatch_main(void *arg)
             handle(r, q, overdue);
         json_object_put(q->msg);
         json_object_put(q->end_id);
-        freed = q->mem;
+        size_t mem = q->mem;
         free(q);
+
+        pthread_mutex_lock(&r->mu);
+        /* Its bytes counted until its tree was gone. */
+        r->qbytes -= mem;
+        pthread_cond_signal(&r->qspace);
+        if (r->handling) {
+            r->handling = false;
+            pthread_cond_broadcast(&r->hcv);
+        }
     }
-    return NULL;
+    aur__rpc_running = NULL;
+    /* Closing: close takes the turn from here (aur__rpc_queue_drain). */
+    again = worker && r->qhead && !r->stopping;
+    if (worker && !again) {
+        r->sched = false;
+        pthread_cond_broadcast(&r->qcv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    /* (given back: close may free r from here) */
+    return again;
+}
+
+static bool serve(struct aur__pool_job *job)
+{
+    struct aur__rpc *r =
+        (struct aur__rpc *)((char *)job - offsetof(struct aur__rpc, job));
+    return run_items(r, BATCH, true);
+}
+
+void aur__rpc_queue_init(struct aur__rpc *r)
+{
+    r->job.run = serve;
+    aur__pool_hold();
+}
+
+void aur__rpc_queue_drain(struct aur__rpc *r)
+{
+    pthread_mutex_lock(&r->mu);
+    /* A worker in it gives the turn back at its next item (stopping);
+     * a job still listed is taken off the list. */
+    while (r->sched && !aur__pool_unlink(&r->job))
+        pthread_cond_wait(&r->qcv, &r->mu);
+    r->sched = true; /* close's, for good: nothing is pushed again */
+    pthread_mutex_unlock(&r->mu);
+    (void)run_items(r, SIZE_MAX, false);
+    pthread_mutex_lock(&r->mu);
+    uint64_t overdue = r->stats.overdue;
+    pthread_mutex_unlock(&r->mu);
+    if (overdue)
+        aur__log(r->h.log, AUR_LOG_WARN, r->tag,
+                 "close: %llu server messages that arrived before it were "
+                 "not handled within its %d ms drain (events among them "
+                 "are counted as dropped)",
+                 (unsigned long long)overdue, DRAIN_MS);
 }
 
 void aur__rpc_queue_free(struct aur__rpc *r)
 {
+    aur__pool_release();
     for (struct aur__qitem *q = r->qhead, *n; q; q = n) {
         n = q->next;
         json_object_put(q->msg);

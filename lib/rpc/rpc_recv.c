@@ -2,7 +2,7 @@
  * rpc_recv.c - the sink a transport calls (see rpc_int.h): responses are
  * correlated to waiting requests right here, on the transport's thread,
  * so a call costs no extra thread hop; everything else is queued for the
- * dispatch thread.
+ * connection's dispatch (rpc_queue.c).
  *
  * A response this layer cannot accept is never silently dropped when it
  * names a request that is waiting: that request ends at once as refused
@@ -168,7 +168,7 @@ static bool key_of(struct json_object *id, int64_t *num, const char **sid)
 
 /*
  * End the request (num, sid) without a response: its waiter, or for a
- * detached request the dispatch thread, hears end.  reply (transfer, may
+ * detached request the connection's dispatch, hears end.  reply (transfer, may
  * be NULL) completes it as a response instead (an error the server sent
  * with a non-2xx status).  false: no such request is waiting.
  */
@@ -427,7 +427,7 @@ static void take_message(struct aur__rpc *r, struct json_object *msg,
                 return;
             }
         }
-        /* Requests and notifications go to the dispatch thread, both
+        /* Requests and notifications go to the dispatch queue, both
          * under the queue bound: a server that sends requests and never
          * reads our answers would otherwise grow the queue for ever.
          * One shed after the wait simply gets no answer. */

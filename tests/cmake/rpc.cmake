@@ -13,6 +13,10 @@ if(AUR_RPC_CORE)
                 lib/rpc/check_rpc_close.c lib/rpc/check_rpc_text.c
                 lib/rpc/check_rpc_fake.c
                 LIBS ${AUR_RPC_CORE} TIMEOUT 120)
+  # The dispatch workers every connection shares (lib/rpc/rpc_pool.c),
+  # with a fake transport of its own: many connections at once.
+  aur_add_check(check_rpc_pool SOURCES lib/rpc/check_rpc_pool.c
+                LIBS ${AUR_RPC_CORE} TIMEOUT 120)
   aur_add_check(check_negotiate SOURCES lib/engine/check_negotiate.c
                 lib/engine/check_negotiate_fail.c
                 lib/engine/check_negotiate_fake.c

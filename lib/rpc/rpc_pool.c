@@ -1,0 +1,239 @@
+/*
+ * rpc_pool.c - the dispatch workers shared by every connection (see
+ * rpc_pool.h for the rules; this file knows jobs, never connections).
+ *
+ * Why a pool of its own rather than a general one (libuv's, GLib's): a
+ * job must never run on two workers at once, a blocked job must not
+ * starve the others past a bound, and the threads must be gone when the
+ * last connection closes (an embedder that unloads us, valgrind, TSan).
+ * The fixed pools of those libraries give none of the three, and the
+ * rules below are all there is to it.
+ */
+#include "aur_setup.h"
+
+#include "aur_perturb.h"
+#include "clock.h"
+#include "rpc_pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+struct worker {
+    pthread_t t;
+    struct worker *next;
+};
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t mu;   /* everything below */
+    pthread_cond_t work;  /* a job was listed, or quit (monotonic) */
+    pthread_cond_t gone;  /* a worker ended */
+    struct aur__pool_job *head, *tail;
+    size_t nready;   /* jobs listed */
+    size_t nthreads; /* workers alive, made or starting */
+    size_t nbusy;    /* of them, running a job */
+    size_t users;
+    bool quit;          /* the last user left: idle workers end now */
+    struct worker *dead; /* ended, not joined yet */
+} pool = {
+    .once = PTHREAD_ONCE_INIT,
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .gone = PTHREAD_COND_INITIALIZER,
+};
+
+static void init_once(void)
+{
+    aur__mono_cond_init(&pool.work); /* the waits below have deadlines */
+}
+
+/* Join the workers that ended.  They left the lock for good before they
+ * said so, so a join waits for nothing but their return.  pool.mu held. */
+static void reap_locked(void)
+{
+    while (pool.dead) {
+        struct worker *w = pool.dead;
+        pool.dead = w->next;
+        pthread_join(w->t, NULL);
+        free(w);
+    }
+}
+
+static void *worker_main(void *arg);
+
+/* One more worker, with every signal blocked (no host handler runs on
+ * it).  0 or an errno.  pool.mu held. */
+static int spawn_locked(void)
+{
+    struct worker *w;
+    sigset_t all, old;
+    int e;
+
+    reap_locked();
+    if (pool.nthreads >= AUR__POOL_MAX)
+        return 0; /* a busy worker takes it when its handler returns */
+    if (!(w = malloc(sizeof *w)))
+        return ENOMEM;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    e = pthread_create(&w->t, NULL, worker_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        free(w);
+        return e;
+    }
+    pool.nthreads++;
+    return 0;
+}
+
+static void append_locked(struct aur__pool_job *job)
+{
+    job->queued = true;
+    job->ready_ms = aur__now_ms();
+    job->next = NULL;
+    if (pool.tail)
+        pool.tail->next = job;
+    else
+        pool.head = job;
+    pool.tail = job;
+    pool.nready++;
+}
+
+static struct aur__pool_job *pop_locked(void)
+{
+    struct aur__pool_job *job = pool.head;
+    pool.head = job->next;
+    if (!pool.head)
+        pool.tail = NULL;
+    job->queued = false;
+    job->next = NULL;
+    pool.nready--;
+    return job;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *self = arg;
+
+    /* Named, so `ps -L`, a debugger and the tests can tell them apart. */
+    (void)pthread_setname_np(pthread_self(), AUR__POOL_THREAD_NAME);
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        struct aur__pool_job *job = pool.head;
+        if (job) {
+            /* Within the workers' number, or stalled: take it. */
+            if (pool.nbusy < AUR__POOL_WORKERS ||
+                aur__now_ms() - job->ready_ms >= AUR__POOL_STALL_MS) {
+                pop_locked();
+                pool.nbusy++;
+                /* Every thread busy and more waiting: one more, which
+                 * waits for the next stall (never more than one idle). */
+                if (pool.head && pool.nbusy == pool.nthreads)
+                    (void)spawn_locked(); /* none: the next push tries */
+                pthread_mutex_unlock(&pool.mu);
+                bool again = job->run(job);
+                pthread_mutex_lock(&pool.mu);
+                pool.nbusy--;
+                if (again)
+                    append_locked(job);
+                continue;
+            }
+            /* Every worker busy: wait until this job has waited its
+             * stall time (an end of a handler wakes nobody: the worker
+             * that ended it takes the next job itself). */
+            (void)aur__cond_wait_until(&pool.work, &pool.mu,
+                                       job->ready_ms + AUR__POOL_STALL_MS);
+            continue;
+        }
+        if (pool.quit)
+            break;
+        if (aur__cond_wait_until(&pool.work, &pool.mu,
+                                 aur__now_ms() + AUR__POOL_IDLE_MS) ==
+                ETIMEDOUT &&
+            !pool.head)
+            break;
+    }
+    pool.nthreads--;
+    self->next = pool.dead;
+    pool.dead = self;
+    pthread_cond_broadcast(&pool.gone);
+    pthread_mutex_unlock(&pool.mu);
+    /* (joined by the next spawn or the last release) */
+    AUR_PERTURB("rpc.idle_exit");
+    return NULL;
+}
+
+void aur__pool_hold(void)
+{
+    pthread_once(&pool.once, init_once);
+    pthread_mutex_lock(&pool.mu);
+    pool.users++;
+    pthread_mutex_unlock(&pool.mu);
+}
+
+void aur__pool_release(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    if (--pool.users == 0) {
+        /* No user: nothing is listed or running, so every worker is
+         * idle and ends at once.  One that a new user keeps is left. */
+        pool.quit = true;
+        pthread_cond_broadcast(&pool.work);
+        while (pool.nthreads > 0 && pool.users == 0)
+            pthread_cond_wait(&pool.gone, &pool.mu);
+        pool.quit = false;
+    }
+    reap_locked();
+    pthread_mutex_unlock(&pool.mu);
+}
+
+int aur__pool_push(struct aur__pool_job *job)
+{
+    int e = 0;
+
+    pthread_mutex_lock(&pool.mu);
+    append_locked(job);
+    size_t idle = pool.nthreads - pool.nbusy; /* waiting, or starting */
+    pthread_cond_signal(&pool.work);
+    /* None idle: one more (a spare beyond AUR__POOL_WORKERS waits for a
+     * stall before it takes anything).  Fewer than the workers' number
+     * and more listed than idle: one more too. */
+    if (idle == 0 ||
+        (pool.nthreads < AUR__POOL_WORKERS && pool.nready > idle))
+        e = spawn_locked();
+    pthread_mutex_unlock(&pool.mu);
+    return e;
+}
+
+int aur__pool_kick(void)
+{
+    int e = 0;
+
+    pthread_mutex_lock(&pool.mu);
+    if (pool.nready > 0 && pool.nthreads == pool.nbusy)
+        e = spawn_locked();
+    pthread_mutex_unlock(&pool.mu);
+    return e;
+}
+
+bool aur__pool_unlink(struct aur__pool_job *job)
+{
+    bool listed;
+
+    pthread_mutex_lock(&pool.mu);
+    listed = job->queued;
+    if (listed) {
+        struct aur__pool_job **p = &pool.head, *prev = NULL;
+        while (*p != job) {
+            prev = *p;
+            p = &(*p)->next;
+        }
+        *p = job->next;
+        if (pool.tail == job)
+            pool.tail = prev;
+        job->queued = false;
+        job->next = NULL;
+        pool.nready--;
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return listed;
+}

@@ -29,6 +29,10 @@
 #     (aurora-mcp(1): startup failure),
 #     one error object naming that App and phase connect, its journal
 #     commit mcp.app.failed, no process left.
+#  5. world events: every App on the world-events extension sends 20
+#     events, each twice, after one call (all at once): each committed
+#     once, each App's in the order it sent them, the status counts all
+#     2 x 20 received and none dropped; no process left.
 # usage: scale_test.sh BUILD_DIR SOURCE_DIR [N]   (AUR_KEEP=1 keeps the
 # temporary directory)
 set -u
@@ -73,11 +77,12 @@ done
 mkdir -p "$D/apps.d" "$D/logs"
 printf '[host]\nplugins = transport-stdio ext-tool-contract ext-world-events\nplugin_dir = %s\njournal = data/w.sqlite3\nlog_level = warn\n[mcp]\nenabled = true\n' \
     "$PLUG" >"$D/host.ini"
+APPKEYS= # more [app] keys, one per line
 app_file() { # index [extra fixture args...]
     local i=$1 a
     shift
     {
-        printf '[app]\npackage = %s\nenabled = true\ntransport = stdio\ntimeout_seconds = 120\n' "${PKG[i]}"
+        printf '[app]\npackage = %s\nenabled = true\ntransport = stdio\ntimeout_seconds = 120\n%s' "${PKG[i]}" "$APPKEYS"
         printf '[stdio]\ncommand = %s\nworking_dir = .\n' "$FIX"
         for a in --tools $TOOLS --page-size 2 --lifetime 1800 --log "$D/logs/a$(printf %04d "$i").log" "$@"; do
             printf 'arg = %s\n' "$a"
@@ -314,6 +319,63 @@ expect_has "$(cat "$T/fail.err")" "ERROR app ${PKG[last]}: startup failed in pha
 expect_eq "$(settle)" 0 "exit at start: no process left"
 expect_eq "$("$BIN" journal -c "$D" --after "$seq0" | grep -c '"kind":"mcp.app.failed","source":"mcp:'"${PKG[last]}"'"')" 1 "exit at start: mcp.app.failed"
 cp "$T/last.keep" "$D/apps.d/a$(printf %04d $last).ini"
+
+# --- 5. world events from every App at once ----------------------------------
+# Every App on the world-events extension; one call each, all at once,
+# after whose answer each App sends E events, each twice: N x 2E
+# notifications through the dispatch workers every App shares.  Each
+# event is committed exactly once, each App's in the order it sent them,
+# the status counts every one received (none dropped), and nothing is
+# left behind.
+E=20
+CAPS='{"org.aurorabot/world-events":{"version":1}}'
+APPKEYS=$'event_mode = world_events\n'
+for ((i = 0; i < N; i++)); do
+    app_file $i --era modern --extensions "$CAPS" --event-flood $E --event-repeat 2
+done
+seq0=$(last_seq)
+start_serve "$T/ev.out" "$T/ev.err"
+t0=$(now_ms)
+for ((i = 0; i < N; i++)); do
+    printf '{"id":"e%d","op":"call","tool":"aur.mcp.%s.t0000","arguments":{"text":"e%d"}}\n' $i "${PKG[i]}" $i
+done >&7
+wait_lines "$T/ev.out" $((N + 1)) 600
+events_now() { "$BIN" journal -c "$D" --after "$seq0" | grep -c '"kind":"mcp.event.received"'; }
+until=$(($(date +%s) + 300))
+while [ "$(events_now)" -lt $((N * E)) ] && [ "$(date +%s)" -lt "$until" ]; do sleep 0.2; done
+echo "events: $N Apps x $E events (each sent twice) committed in $(($(now_ms) - t0)) ms"
+expect_eq "$(grep -c '"status":"succeeded"' "$T/ev.out")" "$N" "events: every call succeeded"
+echo '{"id":"s5","op":"status"}' >&7
+wait_lines "$T/ev.out" $((N + 2)) 60
+python3 -c '
+import json, sys
+want = 2 * int(sys.argv[1])
+bad = 0
+for line in open(sys.argv[2]):
+    d = json.loads(line)
+    if d.get("id") != "s5":
+        continue
+    for a in d["result"]["apps"]:
+        w = a["extension_status"]["org.aurorabot/world-events"]
+        got = (w["received"], w["committed"] + w["duplicates"], w["dropped_inactive"], w["queued"])
+        if got != (want, want, 0, 0):
+            bad += 1
+            if bad < 4:
+                print(a["package"], got, file=sys.stderr)
+print(bad)' $E "$T/ev.out" >"$T/ev.status"
+expect_eq "$(cat "$T/ev.status")" 0 "events: each App: 2E received, each committed or a duplicate, none dropped or queued"
+echo '{"id":"z5","op":"shutdown"}' >&7
+exec 7>&-
+stop_serve 300
+expect_eq "$rc" 0 "events: shutdown exit"
+expect_eq "$(settle)" 0 "events: no process left"
+"$BIN" journal -c "$D" --after "$seq0" |
+    sed -n 's/.*"commit_id":"mcp:\([^:"]*\):event:flood-\([0-9]*\)".*/\1 \2/p' >"$T/ev.got"
+expect_eq "$(wc -l <"$T/ev.got")" $((N * E)) "events: N x E event commits"
+expect_eq "$(sort "$T/ev.got" | uniq -d | head -3)" "" "events: each event committed once"
+# Per App, in journal order, the events as the App sent them: 0, 1, 2...
+expect_eq "$(awk '{ if ($2 != n[$1]++) { print $1 " " $2; exit } }' "$T/ev.got")" "" "events: each App's events in the order it sent them"
+expect_eq "$(grep -vc ' WARN app org\.'"$M"'\.a[0-9]*: \|^$' "$T/ev.err")" 0 "events: no log line but the Apps' warnings"
 
 # A sanitizer build reports on stderr (and aborts, with abort_on_error).
 expect_eq "$(cat "$T"/*.err | grep -c 'Sanitizer\|runtime error')" 0 "no sanitizer report"

@@ -162,6 +162,11 @@ static void f_close(struct aur_conn *c, aur_deadline dl)
     be->close(c, dl);
 }
 
+static void f_stop(struct aur_conn *c, aur_deadline dl)
+{
+    be->stop(c, dl);
+}
+
 static int f_set_protocol(struct aur_conn *c,
                           const struct aur_protocol_info *info,
                           struct aur_error *err)
@@ -204,6 +209,7 @@ static const struct aur_transport_ops OPS = {
     .keys = http_keys,
     .check = f_check,
     .preflight = f_preflight,
+    .stop = f_stop, /* ABI 1.5: a 1.4 host copies less and never calls it */
 };
 
 static const struct aur_plugin_desc DESC = {

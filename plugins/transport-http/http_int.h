@@ -1,9 +1,11 @@
 /*
  * http_int.h - private to transport-http (never installed).
  *
- * Seven files share these types:
- *   http_plugin.c  descriptor, init/fini, open/send/close/set_protocol/
- *                  cancel, the worker pool and the stream threads
+ * Eight files share these types:
+ *   http_plugin.c  descriptor, init/fini, open/send/set_protocol/cancel,
+ *                  the worker pool and the stream threads
+ *   http_close.c   stop and close: the end of a connection, the legacy
+ *                  session's DELETE
  *   http_post.c    one job: its headers, the curl transfer, redirects
  *   http_response.c what comes back: the body, what reaches the sink
  *                  (incl. synthesised errors), the request's end
@@ -119,7 +121,7 @@ enum http_kind {
     J_NOTIFY,  /* a POST of a notification or a response: expects 202 */
     J_LISTEN,  /* modern subscriptions/listen: long-lived SSE */
     J_GET,     /* legacy standalone GET stream */
-    J_DELETE,  /* legacy session end, run by close itself */
+    J_DELETE,  /* legacy session end, run by stop's thread or close */
 };
 
 /*
@@ -164,6 +166,8 @@ struct aur_conn {
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* CLOCK_MONOTONIC */
     bool closing;           /* (mu) */
+    bool stopping;          /* (mu) stop was called: sends refused, no
+                             * new stream, no new POST */
     bool reported;          /* (mu) on_closed was called */
     bool proto_set;         /* (mu) set_protocol was called */
     bool modern;            /* (mu) */
@@ -185,10 +189,28 @@ struct aur_conn {
     int nstreams;           /* (mu) */
     pthread_t *workers;     /* st->max_workers slots */
     int nworkers, idle;     /* (mu) */
+    /* The legacy session's DELETE that stop started on a thread of its
+     * own (http_close.c).  Written by stop before that thread exists,
+     * then read-only until close has joined it (stop and close are
+     * never concurrent); del_session NULL = stop started none. */
+    bool del_started;       /* del_thread runs it: close joins it */
+    pthread_t del_thread;
+    char *del_session;      /* the Mcp-Session-Id it ends (owned) */
+    char del_version[64];
+    aur_deadline del_dl;
 };
 
 /* The legacy standalone GET stream, as the listen hook sees it. */
 enum { HTTP_GET_NONE = 0, HTTP_GET_UP = 1, HTTP_GET_ENDED = 2 };
+
+/* ---- http_close.c --------------------------------------------------- */
+
+/* Free everything open made (no thread left, mu not initialised or
+ * already destroyed). */
+void http_conn_free(struct aur_conn *c);
+/* The transport's stop (ABI 1.5) and close. */
+void http_stop(struct aur_conn *c, aur_deadline dl);
+void http_close(struct aur_conn *c, aur_deadline dl);
 
 /* ---- http_pool.c ---------------------------------------------------- */
 

@@ -23,8 +23,10 @@
  *     ended before the response, a body or SSE event over the size limit,
  *     301/302/303 (never followed), an invalid redirect hop (http://,
  *     userinfo, fragment), a redirect loop or more than 5 hops, connection
- *     refused, DNS or TLS failure, reset, and our own deadline (the
- *     request deadline + 1 s, so the core's timeout normally fires first).
+ *     refused, DNS or TLS failure, reset, our own deadline (the request
+ *     deadline + 1 s, so the core's timeout normally fires first), and a
+ *     stop that found the request still queued (delivered 0: no worker
+ *     ever saw it; http_close.c).
  *     delivered is 0 only when no attempt of any hop ever reached the
  *     point where libcurl writes the request (its pre-request callback):
  *     resolving, connecting and the TLS handshake.  From that callback on
@@ -73,6 +75,7 @@
  * are reused) and returns.  subscriptions/listen (modern) and the legacy
  * GET stream run on their own threads and connections (at most
  * MAX_STREAMS).  Sink calls come from those threads; close joins them all.
+ * stop begins the end without waiting (http_close.c says what each does).
  * notifications/initialized is a barrier: no later POST starts and the
  * legacy GET is not opened until its exchange has ended.
  */
@@ -95,7 +98,7 @@
 #define MAX_PEM (16u << 20)
 
 /* ------------------------------------------------------------------ */
-/* open / close                                                       */
+/* open (stop and close: http_close.c)                                */
 /* ------------------------------------------------------------------ */
 
 /* Append the file at path to b (bounded), ending in a newline.  0 or an
@@ -117,24 +120,6 @@ static int slurp(const char *path, struct aur__buf *b)
     if (!rc && b->p) /* a file without a final newline */
         rc = aur__buf_put(b, "\n", 1, MAX_PEM - 1);
     return rc;
-}
-
-static void conn_free(struct aur_conn *c)
-{
-    if (c->auth_header) {
-        /* Do not leave the token lying around in freed memory. */
-        volatile char *p = c->auth_header;
-        while (*p)
-            *p++ = '\0';
-        free(c->auth_header);
-    }
-    free(c->package);
-    free(c->url);
-    free(c->ca.p);
-    free(c->session);
-    http_xh_conn_free(c);
-    free(c->workers);
-    free(c);
 }
 
 static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
@@ -206,12 +191,12 @@ static int http_open(void *state, const struct aur_cfg *ep,
     c->package = strdup(pkg);
     c->workers = calloc((size_t)st->max_workers, sizeof *c->workers);
     if (!c->package || !c->workers) {
-        conn_free(c);
+        http_conn_free(c);
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     }
     rc = open_cfg(c, ep, err);
     if (rc != AUR_OK) {
-        conn_free(c);
+        http_conn_free(c);
         return rc;
     }
     pthread_mutex_init(&c->mu, NULL);
@@ -221,87 +206,6 @@ static int http_open(void *state, const struct aur_cfg *ep,
     *out = c;
     *out_caps = AUR_TCAP_SERVER_PUSH | AUR_TCAP_SESSION;
     return AUR_OK;
-}
-
-/* The legacy session's DELETE, bounded by dl.  No sink calls. */
-static void delete_session(struct aur_conn *c, const char *session,
-                           const char *version, aur_deadline dl)
-{
-    struct http_job *j = calloc(1, sizeof *j);
-    struct http_curl hc = {NULL, NULL};
-    struct curl_slist *n;
-
-    if (!j || aur_remaining_ms(c->st->host, dl) == 0) {
-        free(j);
-        return;
-    }
-    j->c = c;
-    j->kind = J_DELETE;
-    j->dl = dl;
-    j->with_session = true;
-    n = curl_slist_append(NULL, "Accept: application/json, text/event-stream");
-    j->hdrs = n;
-    if (n) {
-        char line[700];
-        snprintf(line, sizeof line, "Mcp-Session-Id: %s", session);
-        n = curl_slist_append(j->hdrs, line);
-        if (n && version[0]) {
-            snprintf(line, sizeof line, "MCP-Protocol-Version: %s", version);
-            n = curl_slist_append(n, line);
-        }
-    }
-    if (n && http_curl_init(&hc) == AUR_OK)
-        http_job_run(&hc, j);
-    http_curl_free(&hc);
-    http_job_free(j);
-}
-
-static void http_close(struct aur_conn *c, aur_deadline dl)
-{
-    struct http_job *q, *s;
-    char *session = NULL, version[64];
-
-    pthread_mutex_lock(&c->mu);
-    c->closing = true;
-    q = c->queue;
-    c->queue = c->queue_tail = NULL;
-    c->queued = 0;
-    for (struct http_job *j = c->running; j; j = j->next) {
-        j->cancelled = true;
-        if (j->multi)
-            curl_multi_wakeup(j->multi);
-    }
-    for (struct http_job *j = c->streams; j; j = j->next) {
-        j->cancelled = true;
-        if (j->multi)
-            curl_multi_wakeup(j->multi);
-    }
-    if (c->session && !(c->proto_set && c->modern))
-        session = strdup(c->session);
-    snprintf(version, sizeof version, "%s", c->version);
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    while (q) {
-        struct http_job *n = q->next;
-        http_job_free(q);
-        q = n;
-    }
-    for (int i = 0; i < c->nworkers; i++)
-        pthread_join(c->workers[i], NULL);
-    s = c->streams;
-    while (s) {
-        struct http_job *n = s->next;
-        pthread_join(s->thread, NULL);
-        http_job_free(s);
-        s = n;
-    }
-    if (session) {
-        delete_session(c, session, version, dl);
-        free(session);
-    }
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
-    conn_free(c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -343,6 +247,11 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
     pthread_mutex_lock(&c->mu);
     if (c->closing || c->reported) {
         rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "connection closed");
+        goto fail;
+    }
+    if (c->stopping) {
+        rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED,
+                      "the connection is closing");
         goto fail;
     }
     rc = http_job_headers(c, j, msg, err);
@@ -401,7 +310,8 @@ static int http_set_protocol(struct aur_conn *c,
     if (c->modern) {
         free(c->session); /* never a session in the modern era */
         c->session = NULL;
-    } else if (!c->get_started && !c->closing && !c->reported) {
+    } else if (!c->get_started && !c->closing && !c->stopping &&
+               !c->reported) {
         if (c->barriers > 0)
             c->get_pending = true; /* after notifications/initialized */
         else
@@ -420,7 +330,8 @@ static int http_listen(struct aur_conn *c, aur_deadline dl,
     int rc = AUR_OK;
     pthread_mutex_lock(&c->mu);
     if (c->proto_set && !c->modern) {
-        while (c->get_state == HTTP_GET_NONE && !c->closing && !c->reported &&
+        while (c->get_state == HTTP_GET_NONE && !c->closing &&
+               !c->stopping && !c->reported &&
                (c->get_started || c->get_pending)) {
             int64_t rem = aur_remaining_ms(c->st->host, dl);
             if (rem == 0)
@@ -431,7 +342,7 @@ static int http_listen(struct aur_conn *c, aur_deadline dl,
             rc = AUR_OK;
         else if (c->get_state == HTTP_GET_ENDED)
             rc = AUR_DECLINE;
-        else if (c->closing || c->reported)
+        else if (c->closing || c->stopping || c->reported)
             rc = aur_fail(err, AUR_E_CLOSED, 0, "connection closed");
         else if (!c->get_started && !c->get_pending)
             rc = aur_fail(err, AUR_E_IO, 0, "the legacy GET stream could not "
@@ -467,7 +378,8 @@ static void http_cancel(struct aur_conn *c, struct json_object *id)
     http_abort_in(c->running, id);
     http_abort_in(c->streams, id);
     /* Legacy HTTP: a dropped connection is not a cancellation. */
-    if (c->proto_set && !c->modern && !c->closing && !c->reported) {
+    if (c->proto_set && !c->modern && !c->closing && !c->stopping &&
+        !c->reported) {
         struct json_object *m = json_object_new_object(), *p;
         struct http_job *n = calloc(1, sizeof *n);
         struct aur_error err;
@@ -516,6 +428,7 @@ static const struct aur_transport_ops OPS = {
     .open = http_open,
     .send = http_send,
     .close = http_close,
+    .stop = http_stop,
     .set_protocol = http_set_protocol,
     .cancel = http_cancel,
     .listen = http_listen,

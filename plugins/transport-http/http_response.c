@@ -43,7 +43,8 @@ static void deliver(struct http_job *j, struct json_object *m)
     struct aur_conn *c = j->c;
     bool drop;
     pthread_mutex_lock(&c->mu);
-    drop = j->cancelled || c->closing || c->reported;
+    /* A DELETE's body is nobody's: stop's DELETE runs before closing. */
+    drop = j->kind == J_DELETE || j->cancelled || c->closing || c->reported;
     pthread_mutex_unlock(&c->mu);
     if (drop)
         json_object_put(m);

@@ -395,10 +395,26 @@ static void xh_route(struct req *r)
     respond(r, 200, "application/json", NULL, body);
 }
 
+/* The integer after "<name>=" in the query, or dflt. */
+static long query_int(const struct req *r, const char *name, long dflt)
+{
+    size_t n = strlen(name);
+    for (const char *q = r->query; (q = strstr(q, name)); q++)
+        if ((q == r->query || q[-1] == '&') && q[n] == '=')
+            return strtol(q + n + 1, NULL, 10);
+    return dflt;
+}
+
+/* Legacy routes (any path starting /legacy).  Query deldelay=MS: the
+ * DELETE is logged on arrival and answered MS later (a server slow to
+ * end its session). */
 static void legacy(struct req *r)
 {
     if (strcmp(r->method, "DELETE") == 0) {
+        long ms = query_int(r, "deldelay", 0);
         logline("DELETE session=%s", r->session);
+        if (ms > 0 && ms <= 10000)
+            usleep((useconds_t)ms * 1000);
         respond(r, 200, NULL, NULL, NULL);
         return;
     }
@@ -523,6 +539,12 @@ static void route(struct req *r)
                 sse_send(r, "%0512d", 0);
             sse_send(r, "\"\n\n");
         }
+    } else if (strcmp(p, "/hold") == 0) {
+        /* The answer comes ms=MS (default 500) after the request. */
+        long ms = query_int(r, "ms", 500);
+        if (ms > 0 && ms <= 10000)
+            usleep((useconds_t)ms * 1000);
+        result(r, 200);
     } else if (strcmp(p, "/slow") == 0) {
         if (sse_head(r, NULL))
             wait_gone(r, 10000);

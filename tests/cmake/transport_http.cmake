@@ -9,6 +9,7 @@ set(AUR_HTTP_PLUGIN_DIR ${CMAKE_SOURCE_DIR}/plugins/transport-http)
 aur_add_check(check_transport_http
   SOURCES plugins/transport-http/check_transport_http.c
           plugins/transport-http/check_transport_http_xheader.c
+          plugins/transport-http/check_transport_http_stop.c
           http/http_host.c support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c
   LIBS ${CMAKE_DL_LIBS}

@@ -188,6 +188,18 @@ void send_ok(struct aur_conn *c, struct json_object *m)
     ck_assert_msg(rc == AUR_OK, "send: %s", err.msg);
 }
 
+const char *str_at(struct json_object *m, const char *k1,
+                          const char *k2)
+{
+    struct json_object *a, *b;
+    if (!json_object_object_get_ex(m, k1, &a))
+        return "";
+    if (!k2)
+        return json_object_get_string(a);
+    return json_object_object_get_ex(a, k2, &b) ? json_object_get_string(b)
+                                                : "";
+}
+
 struct json_object *err_of(struct json_object *m)
 {
     struct json_object *e = NULL;

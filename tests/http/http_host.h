@@ -50,6 +50,8 @@ void send_ok(struct aur_conn *c, struct json_object *m);
 /* Error object of a response, code, message.  marker: the request end
  * (on_request_end, recorded by the test sink under "_end"); false for a
  * response the server sent. */
+/* m[k1] (or m[k1][k2]) as a string; "" when absent. */
+const char *str_at(struct json_object *m, const char *k1, const char *k2);
 struct json_object *err_of(struct json_object *m);
 int err_code(struct json_object *m);
 bool marker(struct json_object *m, int *status, bool *delivered);

@@ -90,13 +90,6 @@ int stdio_cgroup_base(const char **why)
     return fd;
 }
 
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
 int stdio_cgroup_make(int base, unsigned seq, struct stdio_shim_args *a)
 {
     int d, e = 0;
@@ -123,9 +116,9 @@ int stdio_cgroup_make(int base, unsigned seq, struct stdio_shim_args *a)
     if (d >= 0)
         close(d);
     if (e != 0) {
-        close_fd(&a->cg_procs);
-        close_fd(&a->cg_kill);
-        close_fd(&a->cg_events);
+        stdio_close_fd(&a->cg_procs);
+        stdio_close_fd(&a->cg_kill);
+        stdio_close_fd(&a->cg_events);
         a->cg_dir = -1;
         unlinkat(base, a->cg_name, AT_REMOVEDIR);
         a->cg_name[0] = '\0';
@@ -222,7 +215,7 @@ int stdio_contain_release(struct stdio_contain *ct)
     int64_t until = stdio_mono_ms() + 1000;
     int e = 0;
 
-    close_fd(&ct->ctl_w);
+    stdio_close_fd(&ct->ctl_w);
     if (ct->cg_dir >= 0) {
         /* The supervisor removed it unless it was killed first. */
         while (unlinkat(ct->cg_dir, ct->cg_name, AT_REMOVEDIR) != 0) {
@@ -235,7 +228,7 @@ int stdio_contain_release(struct stdio_contain *ct)
             nanosleep(&ts, NULL);
         }
     }
-    close_fd(&ct->cg_kill);
+    stdio_close_fd(&ct->cg_kill);
     ct->cg_dir = -1; /* the spawner's, borrowed */
     if (e == 0)
         ct->cg_name[0] = '\0';

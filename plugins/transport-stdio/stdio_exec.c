@@ -11,6 +11,35 @@
  * Apps are opened from short-lived startup threads, so every spawn
  * happens on one spawner thread that lives as long as the plugin.
  *
+ * posix_spawn does not share the descriptor table either: the kernel
+ * copies the spawning thread's table into the supervisor, and the exec
+ * then walks the copy to close every close-on-exec descriptor.  With a
+ * thousand Apps the host holds some ten thousand, and every start cost
+ * more than the one before.  So the spawner thread has a table of its
+ * own (stdio_fdpass.c): at its start it unshares the table and closes
+ * everything in its copy but its end of a socket pair and the directory
+ * of the Apps' cgroups, with /dev/null on 0, 1 and 2.  Nothing of the
+ * host stays open there (a copy of another App's pipe would keep its
+ * reader from seeing end of file), and each supervisor starts with a
+ * table of a dozen descriptors however many the host holds.  Where the
+ * kernel or a seccomp filter refuses both close_range(CLOSE_RANGE_UNSHARE)
+ * and unshare(CLONE_FILES), and in ThreadSanitizer builds, the thread
+ * shares the host's table as before (the same protocol, only slower at
+ * scale); nothing is logged, as the spawner has no handle to log with.
+ *
+ * One start, one request and one reply on the socket (SOCK_SEQPACKET,
+ * SCM_RIGHTS, received close-on-exec): the opening thread sends the
+ * App's three pipe ends; the spawner makes the App's cgroup and the
+ * supervisor's status and lifeline pipes, spawns it, and sends back what
+ * the opener needs (the status pipe's read end, the lifeline's write
+ * end, the cgroup's cgroup.kill), then closes its own copies.  One
+ * opener at a time holds the socket (sp->busy) from its request to its
+ * reply; each request carries a number the reply repeats, so a reply to
+ * an opener that gave up (every wait is bounded by the App's deadline)
+ * is recognised by whoever reads it next, or by destroy, and undone: its
+ * supervisor never got a frame, so it never forked an App, and is
+ * killed and reaped, its cgroup removed.
+ *
  * The PATH lookup, the environment and the App's cgroup are prepared
  * here, in the parent, and handed over as the supervisor's descriptors
  * and one frame on its lifeline (stdio_int.h).  Only the spawn itself is
@@ -52,23 +81,6 @@
  * bound the user set. */
 #define EXEC_WAIT_MIN_MS 100
 #define EXEC_WAIT_MAX_MS (24 * 3600 * 1000)
-
-struct stdio_spawner {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    bool running;
-    bool stop;                  /* (mu) fini asked the thread to end */
-    struct stdio_exec_job *job; /* (mu) the one job being served */
-    /* Set at create, then the spawner thread's. */
-    enum stdio_contain_mode mode;
-    int cg_base;      /* our own cgroup directory, -1: none; the Apps'
-                         cgroups borrow it until destroy */
-    bool cg_off;      /* making cgroups there was refused: no more */
-    unsigned cg_seq;  /* names of the Apps' cgroups */
-    char *supervisor; /* the supervisor program's path (NULL: unknown) */
-    bool supervisor_ok; /* ... and it is there, executable */
-};
 
 /* ------------------------------------------------------------------ */
 /* PATH lookup (parent side)                                          */
@@ -134,47 +146,6 @@ static int resolve(const char *command, char **out)
 /* The spawner thread                                                 */
 /* ------------------------------------------------------------------ */
 
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
-/* A new cgroup for an App.  Another spawner in this process (a second
- * plugin instance) or a stale one of a host that had our pid may hold a
- * name: take the next. */
-static int cgroup_unique(struct stdio_spawner *sp, struct stdio_shim_args *a)
-{
-    int e = EEXIST;
-
-    for (int tries = 0; e == EEXIST && tries < 1000; tries++)
-        e = stdio_cgroup_make(sp->cg_base, ++sp->cg_seq, a);
-    return e;
-}
-
-/* The App's cgroup, if this spawner uses them.  0 or an errno (when
- * containment = cgroup, or when the host is out of descriptors: auto
- * starts the App without a cgroup only when it may not have one, never
- * because the descriptor limit was reached, which would fail the very
- * next pipe anyway). */
-static int make_cgroup(struct stdio_spawner *sp, struct stdio_shim_args *a)
-{
-    int e;
-
-    if (sp->cg_base < 0 || sp->cg_off)
-        return 0;
-    e = cgroup_unique(sp, a);
-    if (e == 0 || sp->mode == STDIO_CONTAIN_CGROUP || aur__fd_exhausted(e))
-        return e;
-    if (e == EACCES || e == EPERM || e == EROFS) {
-        /* Not ours to write after all: stop trying.  (Kept open: Apps
-         * started before borrow it, stdio_cgroup_make.) */
-        sp->cg_off = true;
-    }
-    return 0;
-}
-
 /* The frame the supervisor reads from its lifeline (stdio_int.h). */
 static int frame(const struct stdio_exec_job *j,
                  const struct stdio_shim_args *a, struct aur__buf *b)
@@ -210,128 +181,6 @@ static int frame(const struct stdio_exec_job *j,
     return e == EFBIG ? E2BIG : e;
 }
 
-/* Start the supervisor with posix_spawn: only its own descriptors lose
- * close-on-exec, in the child (a dup2 onto itself); every signal starts
- * blocked and at its default.  0 or an errno. */
-static int spawn_supervisor(struct stdio_spawner *sp,
-                            const struct stdio_shim_args *a, const char *title,
-                            pid_t *pid)
-{
-    const int fds[] = {a->fd_in,     a->fd_out,   a->fd_err,
-                       a->fd_status, a->fd_life,  a->cg_procs,
-                       a->cg_kill,   a->cg_events, a->cg_dir};
-    char num[11][16], t[sizeof a->title];
-    char *argv[13], *envp[] = {NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t all;
-    int e;
-
-    snprintf(t, sizeof t, "%s", title ? title : "");
-    argv[0] = (char *)STDIO_SUPERVISOR;
-    argv[1] = t;
-    snprintf(num[0], sizeof num[0], "%ld", (long)a->host);
-    argv[2] = num[0];
-    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) {
-        snprintf(num[i + 1], sizeof num[i + 1], "%d", fds[i]);
-        argv[i + 3] = num[i + 1];
-    }
-    argv[12] = NULL;
-    if ((e = posix_spawn_file_actions_init(&fa)) != 0)
-        return e;
-    if ((e = posix_spawnattr_init(&at)) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        return e;
-    }
-    for (size_t i = 0; i < sizeof fds / sizeof fds[0] && e == 0; i++)
-        if (fds[i] >= 0)
-            e = posix_spawn_file_actions_adddup2(&fa, fds[i], fds[i]);
-    sigfillset(&all);
-    if (e == 0)
-        e = posix_spawnattr_setsigmask(&at, &all);
-    if (e == 0)
-        e = posix_spawnattr_setsigdefault(&at, &all);
-    if (e == 0)
-        e = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-                                              POSIX_SPAWN_SETSIGDEF);
-    if (e == 0)
-        e = posix_spawn(pid, sp->supervisor, &fa, &at, argv, envp);
-    posix_spawnattr_destroy(&at);
-    posix_spawn_file_actions_destroy(&fa);
-    return e;
-}
-
-/* What is left to close of a start that went wrong, or that is done. */
-static void job_close(struct stdio_exec_job *j)
-{
-    close_fd(&j->st_r);
-    close_fd(&j->life_w);
-    close_fd(&j->a.cg_procs);
-    close_fd(&j->a.cg_events);
-    if (j->a.cg_dir >= 0) {
-        struct stdio_contain ct;
-        stdio_contain_clear(&ct);
-        ct.cg_dir = j->a.cg_dir;
-        ct.cg_kill = j->a.cg_kill;
-        memcpy(ct.cg_name, j->a.cg_name, sizeof ct.cg_name);
-        stdio_contain_release(&ct);
-        j->a.cg_dir = j->a.cg_kill = -1;
-    }
-    close_fd(&j->a.cg_kill);
-}
-
-/* The spawner thread's part: the App's cgroup and the supervisor's
- * spawn, nothing that waits on the App.  0 (j->pid, j->st_r, j->life_w
- * and j->a's cgroup set) or an errno, with nothing left open. */
-static int start_job(struct stdio_spawner *sp, struct stdio_exec_job *j)
-{
-    int st[2] = {-1, -1}, life[2] = {-1, -1}, e = 0;
-
-    j->a = (struct stdio_shim_args){
-        .fd_in = j->fd_in,
-        .fd_out = j->fd_out,
-        .fd_err = j->fd_err,
-        .cg_procs = -1,
-        .cg_kill = -1,
-        .cg_events = -1,
-        .cg_dir = -1,
-        .cg_required = sp->mode == STDIO_CONTAIN_CGROUP,
-        .host = getpid(),
-    };
-    j->st_r = j->life_w = -1;
-    j->step = "find the supervisor program";
-    if (!sp->supervisor_ok)
-        return ELIBACC;
-    j->step = "create the supervisor's status pipe";
-    if (pipe2(st, O_CLOEXEC) != 0) {
-        e = errno;
-        goto out;
-    }
-    j->step = "create the supervisor's lifeline pipe";
-    if (pipe2(life, O_CLOEXEC) != 0) {
-        e = errno;
-        goto out;
-    }
-    j->a.fd_status = st[1];
-    j->a.fd_life = life[0];
-    j->step = "make the App's cgroup";
-    e = make_cgroup(sp, &j->a);
-    if (e == 0) {
-        j->step = "spawn the supervisor";
-        e = spawn_supervisor(sp, &j->a, j->title, &j->pid);
-    }
-out:
-    close_fd(&st[1]);
-    close_fd(&life[0]);
-    j->st_r = st[0];
-    j->life_w = life[1];
-    if (e != 0)
-        job_close(j);
-    else
-        j->step = NULL;
-    return e;
-}
-
 /* The caller's part, on its own thread so that Apps wait for their execs
  * side by side: hand the supervisor its frame, then wait until the App
  * execs or fails.  0 (j->ct set) or an errno, the supervisor killed and
@@ -343,7 +192,6 @@ static int finish_job(struct stdio_exec_job *j)
     int e;
     ssize_t n;
 
-    /* Once it has its frame it no longer needs its cgroup.procs. */
     e = frame(j, &j->a, &fr);
     for (size_t off = 0; e == 0 && off < fr.n;) {
         struct aur__nosigpipe ns;
@@ -358,8 +206,6 @@ static int finish_job(struct stdio_exec_job *j)
         off += (size_t)w;
     }
     free(fr.p);
-    close_fd(&j->a.cg_procs);
-    close_fd(&j->a.cg_events);
     pf.fd = j->st_r;
     pf.events = POLLIN;
     int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
@@ -396,7 +242,7 @@ static int finish_job(struct stdio_exec_job *j)
         while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
             ;
         j->pid = 0;
-        job_close(j);
+        stdio_job_close(j);
         return e;
     }
     j->ct.ctl_w = j->life_w;
@@ -405,32 +251,9 @@ static int finish_job(struct stdio_exec_job *j)
     j->ct.cg_kill = j->a.cg_kill;
     j->a.cg_dir = j->a.cg_kill = -1;
     memcpy(j->ct.cg_name, j->a.cg_name, sizeof j->ct.cg_name);
-    job_close(j);
+    stdio_job_close(j);
     j->step = NULL;
     return 0;
-}
-
-static void *spawner_main(void *arg)
-{
-    struct stdio_spawner *sp = arg;
-
-    pthread_mutex_lock(&sp->mu);
-    for (;;) {
-        /* Idle until a job or fini: an event wait, ended by fini. */
-        while (!sp->job && !sp->stop)
-            pthread_cond_wait(&sp->cv, &sp->mu);
-        if (!sp->job)
-            break;
-        struct stdio_exec_job *j = sp->job;
-        pthread_mutex_unlock(&sp->mu);
-        j->rc = start_job(sp, j);
-        pthread_mutex_lock(&sp->mu);
-        j->done = true;
-        sp->job = NULL;
-        pthread_cond_broadcast(&sp->cv);
-    }
-    pthread_mutex_unlock(&sp->mu);
-    return NULL;
 }
 
 /* "aur-contain" in the directory this plugin was loaded from, or NULL
@@ -490,7 +313,7 @@ int stdio_spawner_create(struct stdio_spawner **out,
         /* Asked for: prove now that an App's cgroup can be made. */
         struct stdio_shim_args a = {.cg_procs = -1, .cg_kill = -1,
                                     .cg_events = -1, .cg_dir = -1};
-        int e = cgroup_unique(sp, &a);
+        int e = stdio_job_cgroup(sp, sp->cg_base, &a);
         if (e == 0) {
             struct stdio_contain ct;
             close(a.cg_procs);
@@ -501,7 +324,7 @@ int stdio_spawner_create(struct stdio_spawner **out,
             memcpy(ct.cg_name, a.cg_name, sizeof ct.cg_name);
             stdio_contain_release(&ct);
         } else {
-            close_fd(&sp->cg_base);
+            stdio_close_fd(&sp->cg_base);
             why = e == ENOENT ? "the kernel has no cgroup.kill (Linux 5.14)"
                               : "the host may not create a cgroup in its "
                                 "own (not delegated?)";
@@ -514,10 +337,17 @@ int stdio_spawner_create(struct stdio_spawner **out,
                         "[transport-stdio] containment = cgroup, but %s",
                         why ? why : "no cgroup v2 is available");
     }
+    if (aur__mono_cond_init(&sp->cv) != 0) {
+        stdio_close_fd(&sp->cg_base);
+        free(sp->supervisor);
+        free(sp);
+        return aur_fail(err, AUR_E_NOMEM, 0, "cannot create a cond");
+    }
     if (sp->cg_base >= 0)
         stdio_cgroup_sweep(sp->cg_base);
+    sp->cg_own = sp->cg_base;
+    sp->sock = sp->sock_sp = -1;
     pthread_mutex_init(&sp->mu, NULL);
-    pthread_cond_init(&sp->cv, NULL);
     *out = sp;
     return AUR_OK;
 }
@@ -526,64 +356,37 @@ void stdio_spawner_destroy(struct stdio_spawner *sp)
 {
     if (!sp)
         return;
-    pthread_mutex_lock(&sp->mu);
-    sp->stop = true;
-    pthread_cond_broadcast(&sp->cv);
-    pthread_mutex_unlock(&sp->mu);
-    if (sp->running)
-        pthread_join(sp->thread, NULL);
+    stdio_spawner_halt(sp);
     pthread_cond_destroy(&sp->cv);
     pthread_mutex_destroy(&sp->mu);
-    close_fd(&sp->cg_base);
+    stdio_close_fd(&sp->cg_base);
     free(sp->supervisor);
     free(sp);
-}
-
-/* The thread starts on the first spawn, with every signal blocked so
- * no host handler runs in a child before its dispositions are reset. */
-static int ensure_thread(struct stdio_spawner *sp)
-{
-    sigset_t all, old;
-    int rc;
-
-    if (sp->running)
-        return 0;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&sp->thread, NULL, spawner_main, sp);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc == 0)
-        sp->running = true;
-    return rc;
 }
 
 int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
                       struct stdio_exec_job *j)
 {
+    int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
+                   : j->wait_ms > EXEC_WAIT_MAX_MS ? EXEC_WAIT_MAX_MS
+                                                   : j->wait_ms;
     int rc;
 
     j->step = "find the command";
     rc = resolve(command, &j->path);
     if (rc != 0)
         return rc;
-    j->done = false;
     j->pid = 0;
+    j->st_r = j->life_w = -1;
+    j->a = (struct stdio_shim_args){
+        .cg_procs = -1,
+        .cg_kill = -1,
+        .cg_events = -1,
+        .cg_dir = -1,
+        .cg_required = sp->mode == STDIO_CONTAIN_CGROUP,
+    };
     stdio_contain_clear(&j->ct);
-    pthread_mutex_lock(&sp->mu);
-    rc = ensure_thread(sp);
-    if (rc != 0)
-        j->step = "start the spawner thread";
-    if (rc == 0) {
-        /* Both waits end: a job takes at most EXEC_WAIT_MS plus a fork. */
-        while (sp->job)
-            pthread_cond_wait(&sp->cv, &sp->mu);
-        sp->job = j;
-        pthread_cond_broadcast(&sp->cv);
-        while (!j->done)
-            pthread_cond_wait(&sp->cv, &sp->mu);
-        rc = j->rc;
-    }
-    pthread_mutex_unlock(&sp->mu);
+    rc = stdio_spawner_exchange(sp, j, stdio_mono_ms() + wait);
     if (rc == 0)
         rc = finish_job(j);
     free(j->path);

@@ -4,7 +4,10 @@
  * These files share these types:
  *   stdio_plugin.c  descriptor, init/fini, config, open/send/close/reopen
  *   stdio_spawn.c   child environment, spawn, termination and reaping
- *   stdio_exec.c    the spawner thread: PATH lookup, spawn, start report
+ *   stdio_exec.c    a start: PATH lookup, the spawner, the start report
+ *   stdio_fdpass.c  the spawner thread, its own descriptor table,
+ *                   descriptors passed to and from it
+ *   stdio_job.c     the spawner thread's part: cgroup, pipes, spawn
  *   stdio_contain.c the per-App supervisor ("shim"), its own program
  *                   (stdio_supervisor.c reads its arguments)
  *   stdio_cgroup.c  the host's side of it: the App's cgroup, the stop
@@ -38,6 +41,16 @@
 #include <sys/types.h>
 
 #include "mono.h" /* aur__mono_cond_init for every cond here */
+
+#include <unistd.h>
+
+/* Close *fd if open, and mark it closed. */
+static inline void stdio_close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
 
 /* Settings from the [transport-stdio] section; read-only after init. */
 /* The [stdio] section of an App file (stdio_config.c, ABI 1.4). */
@@ -210,15 +223,11 @@ struct stdio_exec_job {
     struct stdio_contain ct;   /* out: the App's containment handle */
     const char *step;          /* out, on failure: what failed ("create the
                                   status pipe", ...), static text */
-    /* private to stdio_exec.c */
+    /* private to stdio_exec.c and stdio_fdpass.c */
     char *path;
-    int rc;
-    bool done;
     int st_r, life_w;             /* the status pipe, the lifeline */
     struct stdio_shim_args a;     /* what the supervisor was given */
 };
-
-struct stdio_spawner;
 
 /* [transport-stdio] containment = auto | cgroup | process. */
 enum stdio_contain_mode {
@@ -226,6 +235,58 @@ enum stdio_contain_mode {
     STDIO_CONTAIN_CGROUP,  /* ... or fail: init, and any App it cannot place */
     STDIO_CONTAIN_PROCESS  /* the supervisor alone, cgroupfs untouched */
 };
+
+/* The spawner: stdio_exec.c makes it and does the work of a start;
+ * stdio_fdpass.c runs its thread and the socket to it. */
+struct stdio_spawner {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* CLOCK_MONOTONIC */
+    pthread_t thread;
+    bool running;
+    bool stop;                  /* (mu) destroy asked the thread to end */
+    bool ready;                 /* (mu) the thread has set up its table */
+    bool own_table;             /* (mu) ... a table of its own */
+    bool busy;                  /* (mu) an opener holds the socket */
+    uint64_t seq;               /* (mu) the last request's number */
+    uint64_t live;              /* (mu) the request whose opener still
+                                   waits for it, 0: none */
+    int sock;                   /* the openers' end (host's table) */
+    int sock_sp;                /* the spawner's end in the host's table:
+                                   closed once the thread has its own */
+    /* Set at create, then the spawner thread's. */
+    enum stdio_contain_mode mode;
+    int cg_base;      /* our own cgroup directory, -1: none; the Apps'
+                         cgroups borrow it until destroy (host's table) */
+    int cg_own;       /* the same directory in the spawner's table */
+    bool cg_off;      /* making cgroups there was refused: no more */
+    unsigned cg_seq;  /* names of the Apps' cgroups */
+    char *supervisor; /* the supervisor program's path (NULL: unknown) */
+    bool supervisor_ok; /* ... and it is there, executable */
+};
+
+/* stdio_job.c, on the spawner thread.  start: the App's cgroup and the
+ * supervisor's spawn from j->fd_in/out/err and j->title, nothing that
+ * waits on the App; 0 (j->pid, j->st_r, j->life_w and j->a's cgroup
+ * set) or an errno, j->step naming the step, nothing left open.  close:
+ * what is left of a start that went wrong or is done, its cgroup
+ * removed.  drop: the descriptors only (the cgroup is the opener's). */
+int stdio_job_start(struct stdio_spawner *sp, struct stdio_exec_job *j);
+void stdio_job_close(struct stdio_exec_job *j);
+void stdio_job_drop(struct stdio_exec_job *j);
+/* stdio_job.c, either thread: a new cgroup for an App under base (our
+ * cgroup directory in the calling thread's table), its name unique. */
+int stdio_job_cgroup(struct stdio_spawner *sp, int base,
+                     struct stdio_shim_args *a);
+/* stdio_fdpass.c, on the opening thread: the App's pipe ends to the
+ * spawner thread (started on first use), the supervisor's descriptors
+ * back into our table, before until (stdio_mono_ms).  0 (j->pid,
+ * j->st_r, j->life_w and j->a's cgroup set) or an errno, j->step naming
+ * the step, nothing left open or running. */
+int stdio_spawner_exchange(struct stdio_spawner *sp,
+                           struct stdio_exec_job *j, int64_t until);
+/* Stop and join the thread, undo the starts nobody took and close the
+ * socket; no exchange may be in progress. */
+void stdio_spawner_halt(struct stdio_spawner *sp);
 
 /* Create the spawner (its thread starts on the first run), reading the
  * containment key of cfg (may be NULL).  AUR_OK, AUR_E_CONFIG (bad value,
@@ -240,13 +301,42 @@ void stdio_spawner_destroy(struct stdio_spawner *sp);
  * calling thread; stdio_contain.c): the App gets
  * PR_SET_PDEATHSIG(SIGKILL) tied to its supervisor, a new process group,
  * default signal dispositions, only fds 0..2 open and, when available,
- * its own cgroup.  Any thread; serialised.  0 (j->pid and j->ct set) or
- * the errno of the step that failed (ELIBACC: no supervisor program). */
+ * its own cgroup.  Any thread; serialised, each wait bounded by
+ * j->wait_ms (at least 100 ms).  0 (j->pid and j->ct set) or the errno
+ * of the step that failed, j->step naming it (ELIBACC: no supervisor
+ * program; ETIMEDOUT: the spawner thread or the exec took too long). */
 int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
                       struct stdio_exec_job *j);
 /* The supervisor program's path, for the error of a start that failed
  * with ELIBACC (it is missing or not executable). */
 const char *stdio_spawner_supervisor(const struct stdio_spawner *sp);
+
+/* ---- stdio_fdpass.c ----------------------------------------------- */
+
+/* Most descriptors one message carries. */
+#define STDIO_FDPASS_MAX 4
+
+/* Send the len bytes of msg and n descriptors fds (still ours: the
+ * receiver gets copies) as one packet on the SOCK_SEQPACKET socket s,
+ * waiting for room until until (stdio_mono_ms; -1: no bound).  0,
+ * ETIMEDOUT, or an errno (EPIPE: the other end is gone); never SIGPIPE. */
+int stdio_fd_send(int s, const void *msg, size_t len, const int *fds,
+                  size_t n, int64_t until);
+/* Receive one packet of exactly len bytes into msg and up to n
+ * descriptors (close-on-exec) into fds, the rest -1, waiting until until
+ * (as above).  0; or EMFILE: msg arrived but its descriptors did not all
+ * fit in our table; or ETIMEDOUT, EPIPE (end of file), EPROTO (not len
+ * bytes) or an errno.  On any error no received descriptor is left
+ * open and fds are all -1. */
+int stdio_fd_recv(int s, void *msg, size_t len, int *fds, size_t n,
+                  int64_t until);
+/* Give the calling thread a descriptor table of its own holding only
+ * keep[0..n) (moved to the lowest numbers from 3 up: keep is updated)
+ * and /dev/null on 0, 1 and 2.  false: the kernel (or a seccomp filter)
+ * refused both close_range(CLOSE_RANGE_UNSHARE) and unshare(CLONE_FILES),
+ * or this is a ThreadSanitizer build: the thread still shares the
+ * process's table and nothing changed. */
+bool stdio_fd_own_table(int *keep, size_t n);
 
 /* ---- stdio_contain.c, stdio_supervisor.c: the supervisor ----------- */
 

@@ -116,13 +116,6 @@ fail:
 /* Spawn                                                              */
 /* ------------------------------------------------------------------ */
 
-static void close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
-}
-
 /* The child's pipe ends are dup2'ed onto 0..2, so none of ours may sit
  * there (possible if the host runs with a standard stream closed). */
 static int pipe_high(int fds[2])
@@ -160,12 +153,12 @@ static void child_free(struct stdio_child *ch)
                                 ch->conn->package, ch->ct.cg_name,
                                 e == EBUSY ? "processes would not die"
                                            : "cannot remove it");
-    close_fd(&ch->in_fd);
-    close_fd(&ch->out_fd);
-    close_fd(&ch->err_fd);
-    close_fd(&ch->pidfd);
-    close_fd(&ch->stop_r);
-    close_fd(&ch->stop_w);
+    stdio_close_fd(&ch->in_fd);
+    stdio_close_fd(&ch->out_fd);
+    stdio_close_fd(&ch->err_fd);
+    stdio_close_fd(&ch->pidfd);
+    stdio_close_fd(&ch->stop_r);
+    stdio_close_fd(&ch->stop_w);
     pthread_cond_destroy(&ch->cv);
     pthread_mutex_destroy(&ch->mu);
     free(ch->line);
@@ -316,9 +309,9 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
         goto fail;
     }
     rc = spawn(ch, in, op, ep, aur_remaining_ms(c->st->host, dl), &step);
-    close_fd(&in[0]);
-    close_fd(&op[1]);
-    close_fd(&ep[1]);
+    stdio_close_fd(&in[0]);
+    stdio_close_fd(&op[1]);
+    stdio_close_fd(&ep[1]);
     if (rc != 0) {
         /* Name the command only: arguments and env may carry secrets. */
         if (rc == ELIBACC)
@@ -355,9 +348,9 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     *out = ch;
     return AUR_OK;
 fail:
-    close_fd(&in[0]);
-    close_fd(&op[1]);
-    close_fd(&ep[1]);
+    stdio_close_fd(&in[0]);
+    stdio_close_fd(&op[1]);
+    stdio_close_fd(&ep[1]);
     child_free(ch);
     return code;
 }

@@ -6,6 +6,7 @@ aur_add_check(check_transport_stdio
               SOURCES plugins/transport-stdio/check_transport_stdio.c
                       plugins/transport-stdio/check_transport_stdio_spawn.c
                       plugins/transport-stdio/check_transport_stdio_start.c
+                      plugins/transport-stdio/check_transport_stdio_fds.c
                       fixtures/stdio_host.c
                       support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c

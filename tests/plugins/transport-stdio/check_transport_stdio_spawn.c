@@ -5,7 +5,8 @@
  * with a host killed by SIGKILL, in every containment mode; the App
  * outlives the thread that opened it and starts with default signal
  * dispositions; its supervisor's shape, cgroup, memory and descriptors;
- * a stopped or killed supervisor).  Start failures are in
+ * a stopped or killed supervisor).  The spawner thread's own small
+ * descriptor table is in check_transport_stdio_fds.c.  Start failures are in
  * check_transport_stdio_start.c.  Same binary and test host as
  * check_transport_stdio.c; tests/system/check_contain.c runs the real CLI
  * against daemonising Apps.
@@ -17,14 +18,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,32 +290,6 @@ static bool gone_within(long pid, int ms)
     }
     return true;
 }
-
-/* Field n (1-based, n > 2) of /proc/<pid>/stat, -1 if unknown. */
-static long stat_field(long pid, int n)
-{
-    char path[64], buf[1024], *p;
-    long v = -1;
-    int field = 3;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')'))) {
-        for (p += 2; *p && field < n; p++)
-            if (*p == ' ')
-                field++;
-        if (field == n)
-            sscanf(p, "%ld", &v);
-    }
-    fclose(f);
-    return v;
-}
-
-/* The App's supervisor: its parent. */
-static long supervisor_of(long app) { return stat_field(app, 4); }
 
 /* The App's cgroup v2 path ("" if none found) into out. */
 static void cgroup_of(long pid, char *out, size_t size)

@@ -223,6 +223,30 @@ START_TEST(many_connections_share_a_few_threads)
 }
 END_TEST
 
+/* Open n + 1 connections and block a handler on each of the first n
+ * (its gate closed): back when every one of them is inside it. */
+static void block_first(int n)
+{
+    for (int i = 0; i <= n; i++)
+        rpcs[i] = open_one(&conns[i]);
+    for (int i = 0; i < n; i++) {
+        conns[i].gate_closed = true;
+        push(&conns[i], "block", 0);
+    }
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(wait_seen(&conns[i], 1, 5000), 1);
+}
+
+static void open_gates(int n)
+{
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&conns[i].mu);
+        conns[i].gate_closed = false;
+        pthread_cond_broadcast(&conns[i].cv);
+        pthread_mutex_unlock(&conns[i].mu);
+    }
+}
+
 /* Every worker and the spare blocked in handlers: another connection's
  * item still runs, on a thread of its own after the stall time, well
  * before any blocked handler returns. */
@@ -232,15 +256,8 @@ START_TEST(blocked_handlers_starve_nobody)
     struct aur_conn *quick = &conns[BLOCKERS];
     int base = threads_now();
 
-    for (int i = 0; i <= BLOCKERS; i++)
-        rpcs[i] = open_one(&conns[i]);
-    for (int i = 0; i < BLOCKERS; i++) {
-        conns[i].gate_closed = true;
-        push(&conns[i], "block", 0);
-    }
     /* Each blocker gets a thread within a stall or so each. */
-    for (int i = 0; i < BLOCKERS; i++)
-        ck_assert_int_eq(wait_seen(&conns[i], 1, 5000), 1);
+    block_first(BLOCKERS);
     int64_t t0 = aur__now_ms();
     push(quick, "n", 7);
     /* The bound is the rule (a stall, then a thread), with room for a
@@ -252,12 +269,7 @@ START_TEST(blocked_handlers_starve_nobody)
             (long long)took);
     ck_assert_int_eq(quick->seen[0], 7);
     ck_assert_int_le(threads_now() - base, BLOCKERS + 2);
-    for (int i = 0; i < BLOCKERS; i++) {
-        pthread_mutex_lock(&conns[i].mu);
-        conns[i].gate_closed = false;
-        pthread_cond_broadcast(&conns[i].cv);
-        pthread_mutex_unlock(&conns[i].mu);
-    }
+    open_gates(BLOCKERS);
     for (int i = 0; i <= BLOCKERS; i++)
         aur__rpc_close(rpcs[i], aur__now_ms() + 1000);
     ck_assert_int_eq(threads_now(), base);
@@ -295,12 +307,7 @@ START_TEST(blocked_threads_are_capped)
     usleep(300 * 1000); /* six stall times: no thread more comes */
     ck_assert_int_eq(blocked_now(N), AUR__POOL_MAX);
     ck_assert_int_le(threads_now() - base, AUR__POOL_MAX);
-    for (int i = 0; i < N; i++) {
-        pthread_mutex_lock(&conns[i].mu);
-        conns[i].gate_closed = false;
-        pthread_cond_broadcast(&conns[i].cv);
-        pthread_mutex_unlock(&conns[i].mu);
-    }
+    open_gates(N);
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(wait_seen(&conns[i], 1, 10000), 1);
     for (int i = 0; i < N; i++)
@@ -318,14 +325,7 @@ START_TEST(close_takes_a_listed_job)
     enum { BLOCKERS = AUR__POOL_WORKERS };
     struct aur_conn *late = &conns[BLOCKERS];
 
-    for (int i = 0; i <= BLOCKERS; i++)
-        rpcs[i] = open_one(&conns[i]);
-    for (int i = 0; i < BLOCKERS; i++) {
-        conns[i].gate_closed = true;
-        push(&conns[i], "block", 0);
-    }
-    for (int i = 0; i < BLOCKERS; i++)
-        ck_assert_int_eq(wait_seen(&conns[i], 1, 5000), 1);
+    block_first(BLOCKERS);
     for (int k = 0; k < 5; k++)
         push(late, "n", k);
     /* Closed at once: well inside the stall time, so the job is still
@@ -336,13 +336,9 @@ START_TEST(close_takes_a_listed_job)
     for (int k = 0; k < 5; k++)
         ck_assert_int_eq(late->seen[k], k);
     ck_assert_int_eq(atomic_load(&late->overlap), 0);
-    for (int i = 0; i < BLOCKERS; i++) {
-        pthread_mutex_lock(&conns[i].mu);
-        conns[i].gate_closed = false;
-        pthread_cond_broadcast(&conns[i].cv);
-        pthread_mutex_unlock(&conns[i].mu);
+    open_gates(BLOCKERS);
+    for (int i = 0; i < BLOCKERS; i++)
         aur__rpc_close(rpcs[i], aur__now_ms() + 1000);
-    }
 }
 END_TEST
 

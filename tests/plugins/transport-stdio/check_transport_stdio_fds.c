@@ -48,25 +48,6 @@ Suite *stdio_fds_suite(void);
 /* Descriptors: the spawner thread's own table (issue #22)            */
 /* ------------------------------------------------------------------ */
 
-/* "FDSize:" of /proc/<pid>/status (the size of its descriptor table),
- * -1 if unknown. */
-static long fd_table_size(long pid)
-{
-    char path[64], line[256];
-    long v = -1;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "FDSize:", 7) == 0)
-            v = atol(line + 7);
-    fclose(f);
-    return v;
-}
-
 /* Only 0, 1 and 2 open in pid. */
 static void assert_only_std_fds(long pid)
 {
@@ -225,7 +206,7 @@ START_TEST(test_small_table_many_host_fds)
     sup1 = supervisor_of(h1.pid);
     ck_assert_int_gt(sup1, 1);
     ck_assert_int_eq(stat_field(sup1, 4), (long)getpid());
-    size1 = fd_table_size(sup1);
+    size1 = proc_status(sup1, "FDSize:");
     ck_assert_int_gt(size1, 0);
     ck_assert_msg(size1 <= 256, "supervisor FDSize %ld: a copy of the host's "
                   "table of %d descriptors", size1, EXTRA_FDS);
@@ -239,7 +220,7 @@ START_TEST(test_small_table_many_host_fds)
     h2 = wait_hello();
     sup2 = supervisor_of(h2.pid);
     ck_assert_int_gt(sup2, 1);
-    size2 = fd_table_size(sup2);
+    size2 = proc_status(sup2, "FDSize:");
     ck_assert_int_gt(size2, 0);
     ck_assert_msg(size2 <= 256, "second supervisor FDSize %ld", size2);
     assert_only_std_fds(h2.pid);
@@ -347,7 +328,7 @@ START_TEST(test_table_fallbacks)
     assert_only_std_fds(h.pid);
     sup = supervisor_of(h.pid);
     ck_assert_int_gt(sup, 1);
-    size = fd_table_size(sup);
+    size = proc_status(sup, "FDSize:");
     if (_i == 0) {
         ck_assert_msg(size > 0 && size <= 256, "supervisor FDSize %ld", size);
         ck_assert_int_eq(close(p[1]), 0);

@@ -371,23 +371,6 @@ START_TEST(test_dies_with_killed_host)
 }
 END_TEST
 
-static long rss_anon_kb(long pid)
-{
-    char path[64], line[256];
-    long kb = -1;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%ld/status", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "RssAnon:", 8) == 0)
-            kb = atol(line + 8);
-    fclose(f);
-    return kb;
-}
-
 /* The host's child is the App's supervisor: its own group, named,
  * holding none of the host's descriptors or memory.  Loop 1 puts the
  * host's memory directly after a file mapping, where the kernel would
@@ -455,20 +438,20 @@ START_TEST(test_supervisor_shape)
                           de->d_name);
     if (d)
         closedir(d);
-    rss_anon = rss_anon_kb(sup);
+    rss_anon = proc_status(sup, "RssAnon:");
     ck_assert_int_ge(rss_anon, 0);
 #ifndef TEST_SANITIZED
     if (!getenv("LD_PRELOAD") || !strstr(getenv("LD_PRELOAD"), "vgpreload")) {
         /* Bounded wait: a supervisor that copied us would show it. */
         int64_t until = t_now() + 10000;
-        while ((rss_anon = rss_anon_kb(sup)) >= 16 * 1024 &&
+        while ((rss_anon = proc_status(sup, "RssAnon:")) >= 16 * 1024 &&
                t_now() < until)
             sleep_ms(10);
         ck_assert_msg(rss_anon < 16 * 1024, "supervisor RssAnon %ld kB",
                       rss_anon);
         /* Rewriting ours now costs it nothing: no copy stays pinned. */
         memset(mem, 0xa5, big);
-        rss_anon = rss_anon_kb(sup);
+        rss_anon = proc_status(sup, "RssAnon:");
         ck_assert_msg(rss_anon < 16 * 1024, "supervisor RssAnon %ld kB",
                       rss_anon);
     }

@@ -32,7 +32,7 @@ int aur__rpc_open(const struct aur_transport_ops *ops, void *tstate,
     r->lim = *lim;
     snprintf(r->tag, sizeof r->tag, "%s", tag);
     pthread_mutex_init(&r->mu, NULL);
-    aur__mono_cond_init(&r->qcv); /* the idle wait has a deadline */
+    aur__mono_cond_init(&r->qcv);
     aur__mono_cond_init(&r->qspace);
     aur__mono_cond_init(&r->fcv);
     aur__mono_cond_init(&r->hcv);

@@ -99,7 +99,7 @@ struct aur__rpc {
     struct aur__qitem *close_item;
     pthread_cond_t fcv;  /* wakes readers parked on a faulty connection */
 
-    pthread_cond_t qcv;
+    pthread_cond_t qcv;    /* a worker gave the turn back (close waits) */
     pthread_cond_t qspace; /* signalled when the queue has room */
     /* A handler runs for an item of handling_gen (on a pool worker or
      * close's thread); reopen waits on hcv until a handler of the old

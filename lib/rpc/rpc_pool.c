@@ -18,9 +18,13 @@
 #include <pthread.h>
 #include <signal.h>
 
+/* A worker's slot: one per thread the pool may hold, so making a worker
+ * allocates nothing (a start that runs out of memory must still get its
+ * items handled, and its own failure reported, not a lost worker). */
 struct worker {
     pthread_t t;
-    struct worker *next;
+    bool used; /* a thread was made in it and is not joined yet */
+    bool dead; /* ... and it has ended: the next reap joins it */
 };
 
 static struct {
@@ -34,7 +38,8 @@ static struct {
     size_t nbusy;    /* of them, running a job */
     size_t users;
     bool quit;          /* the last user left: idle workers end now */
-    struct worker *dead; /* ended, not joined yet */
+    size_t ndead;       /* slots whose thread ended, not joined yet */
+    struct worker slot[AUR__POOL_MAX];
 } pool = {
     .once = PTHREAD_ONCE_INIT,
     .mu = PTHREAD_MUTEX_INITIALIZER,
@@ -50,12 +55,12 @@ static void init_once(void)
  * said so, so a join waits for nothing but their return.  pool.mu held. */
 static void reap_locked(void)
 {
-    while (pool.dead) {
-        struct worker *w = pool.dead;
-        pool.dead = w->next;
-        pthread_join(w->t, NULL);
-        free(w);
-    }
+    for (size_t i = 0; pool.ndead > 0 && i < AUR__POOL_MAX; i++)
+        if (pool.slot[i].dead) {
+            pthread_join(pool.slot[i].t, NULL);
+            pool.slot[i].used = pool.slot[i].dead = false;
+            pool.ndead--;
+        }
 }
 
 static void *worker_main(void *arg);
@@ -64,23 +69,23 @@ static void *worker_main(void *arg);
  * it).  0 or an errno.  pool.mu held. */
 static int spawn_locked(void)
 {
-    struct worker *w;
+    struct worker *w = NULL;
     sigset_t all, old;
     int e;
 
     reap_locked();
     if (pool.nthreads >= AUR__POOL_MAX)
         return 0; /* a busy worker takes it when its handler returns */
-    if (!(w = malloc(sizeof *w)))
-        return ENOMEM;
+    for (size_t i = 0; !w && i < AUR__POOL_MAX; i++)
+        if (!pool.slot[i].used)
+            w = &pool.slot[i];
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     e = pthread_create(&w->t, NULL, worker_main, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e != 0) {
-        free(w);
+    if (e != 0)
         return e;
-    }
+    w->used = true;
     pool.nthreads++;
     return 0;
 }
@@ -153,8 +158,8 @@ static void *worker_main(void *arg)
             break;
     }
     pool.nthreads--;
-    self->next = pool.dead;
-    pool.dead = self;
+    self->dead = true;
+    pool.ndead++;
     pthread_cond_broadcast(&pool.gone);
     pthread_mutex_unlock(&pool.mu);
     /* (joined by the next spawn or the last release) */

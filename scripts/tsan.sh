@@ -80,6 +80,7 @@ if [ "$JSONC_MODE" = instrumented ]; then
         fi
         log "building instrumented json-c from $src"
         rm -rf "$J/build" "$J/prefix"
+        mkdir -p "$J" # (a given AUR_TSAN_JSONC_SRC skips the fetch that made it)
         if ! { nice -n 5 cmake -S "$src" -B "$J/build" -DCMAKE_BUILD_TYPE= \
                  -DCMAKE_C_FLAGS="-g -O1 -fsanitize=thread" \
                  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \

@@ -238,9 +238,7 @@ static int finish_job(struct stdio_exec_job *j)
          * death takes it (parent-death signal), and its cgroup goes. */
         if (j->a.cg_kill >= 0)
             (void)!write(j->a.cg_kill, "1", 1);
-        kill(j->pid, SIGKILL);
-        while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        stdio_kill_reap(j->pid);
         j->pid = 0;
         stdio_job_close(j);
         return e;

@@ -280,9 +280,7 @@ static bool serve_one(struct stdio_spawner *sp, int s)
     if (r.rc == 0 && e != 0) {
         /* Nobody will hear of this supervisor.  It never got its frame,
          * so it never forked the App. */
-        kill(j.pid, SIGKILL);
-        while (waitpid(j.pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        stdio_kill_reap(j.pid);
         stdio_job_close(&j); /* and its cgroup goes */
     } else if (r.rc == 0) {
         stdio_job_drop(&j);
@@ -332,11 +330,8 @@ static void discard(struct stdio_spawner *sp, struct spawn_rep *r, int *got)
     }
     for (int i = 0; i < 3; i++)
         stdio_close_fd(&got[i]);
-    if (r->rc == 0 && r->pid > 0) {
-        kill(r->pid, SIGKILL);
-        while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
-    }
+    if (r->rc == 0 && r->pid > 0)
+        stdio_kill_reap(r->pid);
     if (ct.cg_dir >= 0)
         stdio_contain_release(&ct);
 }

@@ -374,6 +374,10 @@ const char *stdio_read_stat(long pid, char *buf, size_t size);
 /* Monotonic milliseconds (async-signal-safe: clock_gettime only). */
 int64_t stdio_mono_ms(void);
 
+/* SIGKILL our child pid and reap it (a supervisor that never got to fork
+ * its App: nothing else of it to wait for). */
+void stdio_kill_reap(pid_t pid);
+
 /* ---- stdio_cgroup.c ------------------------------------------------ */
 
 /* Our own cgroup v2 directory (O_DIRECTORY), or -1 with *why set. */

@@ -1,16 +1,19 @@
 /*
  * stdio_proc.c - the supervisor's system-level helpers: reading /proc,
  * prctl, the clock (stdio_contain.c, stdio_supervisor.c: system calls
- * and loops over the caller's buffers only); the clock is the host
- * side's too (stdio_cgroup.c).
+ * and loops over the caller's buffers only); the clock and the kill of
+ * a supervisor that never forked are the host side's too (stdio_cgroup.c,
+ * stdio_exec.c, stdio_fdpass.c).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +90,13 @@ int64_t stdio_mono_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void stdio_kill_reap(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
 }
 
 /* prctl as the bare system call: a sanitizer's prctl interceptor keeps a

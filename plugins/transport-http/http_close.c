@@ -115,10 +115,11 @@ static bool legacy_session_locked(const struct aur_conn *c)
     return c->session && !(c->proto_set && c->modern);
 }
 
-/* Caller holds c->mu: every listen/GET stream ends now (silently). */
-static void cancel_streams_locked(struct aur_conn *c)
+/* Caller holds c->mu: every job of the list (c->running, c->streams)
+ * ends now, silently. */
+static void cancel_jobs_locked(struct http_job *list)
 {
-    for (struct http_job *j = c->streams; j; j = j->next) {
+    for (struct http_job *j = list; j; j = j->next) {
         j->cancelled = true;
         if (j->multi)
             curl_multi_wakeup(j->multi);
@@ -181,7 +182,7 @@ void http_stop(struct aur_conn *c, aur_deadline dl)
         if (j->barrier)
             c->barriers--;
     c->get_pending = false;
-    cancel_streams_locked(c);
+    cancel_jobs_locked(c->streams);
     /* Out of memory: no DELETE here, close sends it. */
     if (legacy_session_locked(c))
         session = strdup(c->session);
@@ -214,12 +215,8 @@ void http_close(struct aur_conn *c, aur_deadline dl)
     q = c->queue; /* empty after stop */
     c->queue = c->queue_tail = NULL;
     c->queued = 0;
-    for (struct http_job *j = c->running; j; j = j->next) {
-        j->cancelled = true;
-        if (j->multi)
-            curl_multi_wakeup(j->multi);
-    }
-    cancel_streams_locked(c); /* after stop: already cancelled, no-op */
+    cancel_jobs_locked(c->running);
+    cancel_jobs_locked(c->streams); /* after stop: already cancelled */
     /* The session stop's thread ends is not ended twice; a session that
      * came later (an initialize answered after stop) still is. */
     if (legacy_session_locked(c) &&

@@ -406,6 +406,66 @@ static void drop_tools(struct aur__app *app)
     free_tools(app);
 }
 
+/* Ask for page number *pages (cursor: transfer, NULL for the first). */
+static int ask_page(struct aur__app *app, struct json_object *cursor,
+                    int *pages, aur_deadline dl, struct aur__pending **p,
+                    struct aur_error *err)
+{
+    struct json_object *params;
+
+    if (++*pages > app->mcp->cfg->max_pages) {
+        json_object_put(cursor);
+        return aur_fail(err, AUR_E_LIMIT, 0, "too many tools/list pages "
+                        "(more than %d)", app->mcp->cfg->max_pages);
+    }
+    if (!(params = json_object_new_object())) {
+        json_object_put(cursor);
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    }
+    if (cursor)
+        json_object_object_add(params, "cursor", cursor);
+    AUR_PERTURB("discovery.page");
+    return aur__app_send(app, "tools/list", params, NULL, dl, p, err);
+}
+
+/* The page's nextCursor: *cursor (new, transfer) or NULL on the last
+ * page.  Only the cursor in use is kept whole (a copy: the page it came
+ * in is freed before it is sent); earlier ones only as hashes. */
+static int next_cursor(struct json_object *res, struct cursors *seen,
+                       struct json_object **cursor, struct aur_error *err)
+{
+    struct json_object *next;
+
+    *cursor = NULL;
+    if (!json_object_object_get_ex(res, "nextCursor", &next) || !next)
+        return AUR_OK;
+    const char *cs = json_object_get_string(next);
+    size_t cl = (size_t)json_object_get_string_len(next);
+    if (!json_object_is_type(next, json_type_string))
+        return aur_fail(err, AUR_E_PROTOCOL, 0,
+                        "tools/list nextCursor is not a string");
+    if (cursors_seen_add(seen, cs, cl))
+        return aur_fail(err, AUR_E_PROTOCOL, 0,
+                        "tools/list returned a repeated cursor");
+    /* Every byte, U+0000 included: it goes back as it came. */
+    if (!(*cursor = json_object_new_string_len(cs, (int)cl)))
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    return AUR_OK;
+}
+
+/*
+ * Whether the next page may be asked for before this one's tools are
+ * bound, so that the server writes it while we bind (a page's round trip
+ * then costs the slower of the two, not their sum).  Only with room left
+ * in the App's memory account for this page's tools and one more page of
+ * its size: an App whose pages fit one at a time is never refused
+ * because two were held at once.
+ */
+static bool may_ask_early(struct aur__app *app, int64_t page_mem)
+{
+    return page_mem <= aur__rpc_mem_left(app->rpc) / 2;
+}
+
 /* One full pass over every page.  *stale = a change arrived meanwhile;
  * *began = the change count the pass began with. */
 static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
@@ -414,70 +474,50 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
     struct cursors seen = {0};
     struct name_set names = {0};
     struct json_object *defaults = default_scopes(app->cfg->package);
-    /* Only the cursor in use is kept whole (a copy: the page it came in
-     * is freed before the next request); earlier ones only as hashes. */
-    struct json_object *cursor = NULL;
+    struct aur__pending *p = NULL; /* the page asked for, not yet read */
     int64_t before = changes_now(app);
     int pages = 0, rc = AUR_OK;
 
     drop_tools(app);
     if (!defaults)
         rc = aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
-    while (rc == AUR_OK) {
-        struct json_object *params = json_object_new_object(), *res = NULL;
-        struct json_object *tools, *next;
+    else
+        rc = ask_page(app, NULL, &pages, dl, &p, err);
+    while (rc == AUR_OK && p) {
+        struct json_object *res = NULL, *tools, *cursor = NULL;
 
-        if (++pages > app->mcp->cfg->max_pages) {
-            json_object_put(params);
-            rc = aur_fail(err, AUR_E_LIMIT, 0, "too many tools/list pages "
-                          "(more than %d)", app->mcp->cfg->max_pages);
-            break;
-        }
-        if (cursor)
-            json_object_object_add(params, "cursor", cursor);
-        cursor = NULL;
-        AUR_PERTURB("discovery.page");
         /* The page stays charged to the App's memory account while its
          * tools are bound, so what the server sends meanwhile is bounded
          * by what is left. */
         aur__rpc_keep_reply = true;
         aur__rpc_kept_reply = 0;
-        rc = aur__app_call(app, "tools/list", params, NULL, dl, &res, NULL,
-                           err);
+        rc = aur__app_result(app, p, "tools/list", dl, &res, NULL, err);
+        p = NULL;
         aur__rpc_keep_reply = false;
         int64_t page_mem = aur__rpc_kept_reply;
-        size_t first = app->ntools;
-        if (rc != AUR_OK) {
-            json_object_put(res);
-            aur__rpc_mem_adjust(app->rpc, -page_mem);
-            break;
-        }
-        if (!json_object_object_get_ex(res, "tools", &tools) ||
-            !json_object_is_type(tools, json_type_array)) {
-            json_object_put(res);
-            aur__rpc_mem_adjust(app->rpc, -page_mem);
+        size_t first = app->ntools, n = 0;
+        if (rc == AUR_OK &&
+            (!json_object_object_get_ex(res, "tools", &tools) ||
+             !json_object_is_type(tools, json_type_array)))
             rc = aur_fail(err, AUR_E_PROTOCOL, 0,
                           "tools/list result has no tools array");
-            break;
+        if (rc == AUR_OK)
+            rc = next_cursor(res, &seen, &cursor, err);
+        /* No point reading the rest of a stale catalog. */
+        if (cursor && changes_now(app) != before) {
+            json_object_put(cursor);
+            cursor = NULL;
         }
-        size_t n = json_object_array_length(tools);
-        for (size_t i = 0; i < n && rc == AUR_OK; i++)
-            rc = bind_tool(app, &names, defaults,
-                           json_object_array_get_idx(tools, i), err);
-        if (rc == AUR_OK && json_object_object_get_ex(res, "nextCursor", &next) &&
-            next) {
-            const char *cs = json_object_get_string(next);
-            size_t cl = (size_t)json_object_get_string_len(next);
-            if (!json_object_is_type(next, json_type_string)) {
-                rc = aur_fail(err, AUR_E_PROTOCOL, 0,
-                              "tools/list nextCursor is not a string");
-            } else if (cursors_seen_add(&seen, cs, cl)) {
-                rc = aur_fail(err, AUR_E_PROTOCOL, 0,
-                              "tools/list returned a repeated cursor");
-            } else {
-                /* Every byte, U+0000 included: it goes back as it came. */
-                cursor = json_object_new_string_len(cs, (int)cl);
-            }
+        if (rc == AUR_OK && cursor && may_ask_early(app, page_mem)) {
+            rc = ask_page(app, cursor, &pages, dl, &p, err);
+            cursor = NULL;
+        }
+        AUR_PERTURB("discovery.bind"); /* the early page may come first */
+        if (rc == AUR_OK) {
+            n = json_object_array_length(tools);
+            for (size_t i = 0; i < n && rc == AUR_OK; i++)
+                rc = bind_tool(app, &names, defaults,
+                               json_object_array_get_idx(tools, i), err);
         }
         /* What the tools keep (their schema subtrees of the page, their
          * strings) is charged before the page is released, so nothing
@@ -486,16 +526,22 @@ static int one_pass(struct aur__app *app, aur_deadline dl, bool *stale,
         aur__rpc_mem_adjust(app->rpc, kept);
         json_object_put(res);
         aur__rpc_mem_adjust(app->rpc, -page_mem);
-        aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag,
-                 "tools/list page %d: %zu tools, %lld bytes kept of %lld%s",
-                 pages, n, (long long)kept, (long long)page_mem,
-                 cursor ? ", more" : "");
-        if (rc != AUR_OK || !cursor)
-            break;
-        if (changes_now(app) != before)
-            break; /* no point reading the rest of a stale catalog */
+        if (rc == AUR_OK)
+            aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag,
+                     "tools/list page %d: %zu tools, %lld bytes kept of "
+                     "%lld%s", pages - (p ? 1 : 0), n, (long long)kept,
+                     (long long)page_mem, p || cursor ? ", more" : "");
+        if (rc == AUR_OK && cursor && changes_now(app) == before)
+            rc = ask_page(app, cursor, &pages, dl, &p, err);
+        else
+            json_object_put(cursor);
+        if (p && (rc != AUR_OK || changes_now(app) != before)) {
+            /* Asked early for a page this pass will not read: its answer
+             * is dropped when it comes. */
+            aur__rpc_abandon(app->rpc, p, false);
+            p = NULL;
+        }
     }
-    json_object_put(cursor);
     free(seen.h);
     free(names.slot);
     json_object_put(defaults); /* the tools hold their references */

@@ -215,6 +215,18 @@ int aur__app_call(struct aur__app *app, const char *method,
                   struct json_object *params, const char *sid,
                   aur_deadline dl, struct json_object **result,
                   struct aur__rpc_end *end, struct aur_error *err);
+/* The two halves of aur__app_call, for a caller that works while the
+ * server answers (discovery asks for the next page before it binds this
+ * one).  send: params (transfer) as above; *p (transfer) goes to
+ * aur__app_result, which releases it, or to aur__rpc_abandon. */
+int aur__app_send(struct aur__app *app, const char *method,
+                  struct json_object *params, const char *sid,
+                  aur_deadline dl, struct aur__pending **p,
+                  struct aur_error *err);
+int aur__app_result(struct aur__app *app, struct aur__pending *p,
+                    const char *method, aur_deadline dl,
+                    struct json_object **result, struct aur__rpc_end *end,
+                    struct aur_error *err);
 
 /* discovery.c: phases catalog/listen and tools/list for one App.
  * list_tools pages until a pass sees no change (at most max_relist

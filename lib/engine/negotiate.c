@@ -75,17 +75,11 @@ static void rpc_error_text(struct json_object *e, int *code, char *buf,
             *p = ' ';
 }
 
-int aur__app_call(struct aur__app *app, const char *method,
+int aur__app_send(struct aur__app *app, const char *method,
                   struct json_object *params, const char *sid,
-                  aur_deadline dl, struct json_object **result,
-                  struct aur__rpc_end *end, struct aur_error *err)
+                  aur_deadline dl, struct aur__pending **p,
+                  struct aur_error *err)
 {
-    struct aur__pending *p;
-    struct json_object *reply = NULL, *v;
-    int rc;
-
-    if (end)
-        memset(end, 0, sizeof *end);
     if (!params)
         params = json_object_new_object();
     if (!params ||
@@ -94,9 +88,19 @@ int aur__app_call(struct aur__app *app, const char *method,
         json_object_put(params);
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     }
-    rc = aur__rpc_request(app->rpc, method, params, sid, dl, &p, err);
-    if (rc != AUR_OK)
-        return rc;
+    return aur__rpc_request(app->rpc, method, params, sid, dl, p, err);
+}
+
+int aur__app_result(struct aur__app *app, struct aur__pending *p,
+                    const char *method, aur_deadline dl,
+                    struct json_object **result, struct aur__rpc_end *end,
+                    struct aur_error *err)
+{
+    struct json_object *reply = NULL, *v;
+    int rc;
+
+    if (end)
+        memset(end, 0, sizeof *end);
     rc = aur__rpc_wait(app->rpc, p, dl, false, &reply, end, err);
     if (rc != AUR_OK)
         return rc;
@@ -131,6 +135,22 @@ int aur__app_call(struct aur__app *app, const char *method,
     *result = json_object_get(v);
     json_object_put(reply);
     return AUR_OK;
+}
+
+int aur__app_call(struct aur__app *app, const char *method,
+                  struct json_object *params, const char *sid,
+                  aur_deadline dl, struct json_object **result,
+                  struct aur__rpc_end *end, struct aur_error *err)
+{
+    struct aur__pending *p;
+    int rc;
+
+    if (end)
+        memset(end, 0, sizeof *end);
+    rc = aur__app_send(app, method, params, sid, dl, &p, err);
+    if (rc != AUR_OK)
+        return rc;
+    return aur__app_result(app, p, method, dl, result, end, err);
 }
 
 enum verdict { V_MODERN, V_LEGACY_ALIVE, V_LEGACY_DEAD, V_RETRY, V_FAIL };

@@ -252,6 +252,9 @@ void aur__rpc_get_stats(struct aur__rpc *r, struct aur__rpc_stats *s);
  * charged only lowers what later messages may take.  Any thread.
  */
 void aur__rpc_mem_adjust(struct aur__rpc *r, int64_t delta);
+/* What is left of that account now (INT64_MAX: no max_mem); a snapshot
+ * that the reader may lower at any moment.  Any thread. */
+int64_t aur__rpc_mem_left(struct aur__rpc *r);
 
 /*
  * For the calling thread only: while aur__rpc_keep_reply is true, the

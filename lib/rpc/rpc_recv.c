@@ -44,6 +44,14 @@ void aur__rpc_mem_adjust(struct aur__rpc *r, int64_t delta)
     pthread_mutex_unlock(&r->mu);
 }
 
+int64_t aur__rpc_mem_left(struct aur__rpc *r)
+{
+    if (!r->lim.max_mem)
+        return INT64_MAX;
+    return (int64_t)r->lim.max_mem - __atomic_load_n(&r->held,
+                                                     __ATOMIC_RELAXED);
+}
+
 static size_t bucket_of(int64_t num, const char *sid)
 {
     uint64_t h = (uint64_t)num;

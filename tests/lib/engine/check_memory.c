@@ -14,8 +14,9 @@
  *           bounded by the bytes of the host log
  *   log     one noisy tag of the host log is held back, with a summary
  *   keys    max_app_memory_bytes: a page, and a catalog over several
- *           pages, over the budget fail startup naming the key; [app]
- *           overrides [mcp]; a call's reply over it ends unknown
+ *           pages, over the budget fail startup naming the key; pages
+ *           that fit one at a time start; [app] overrides [mcp]; a
+ *           call's reply over it ends unknown
  *
  * The RSS bound is the one docs/budgets.md promises for the defaults:
  * 256 MiB whatever one App sends.  None of the cases depends on timing
@@ -576,6 +577,26 @@ START_TEST(catalog_over_app_memory_fails_naming_key)
 }
 END_TEST
 
+/* Pages that fit one at a time but not two at once (each page's tree
+ * is 1.43 MB, its tools keep 184 KB): the catalog starts.  Discovery
+ * asks for the next page before it binds one only while the account has
+ * room for both; without that check the second page arrives while the
+ * first is held, and the App is refused for a catalog that fits. */
+START_TEST(pages_that_fit_one_at_a_time_start)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "400",
+                          "--schema-props", "27", "--page-size", "100",
+                          NULL};
+    struct aur_mcp *h;
+    config("max_app_memory_bytes = 3145728\n", NULL, opts, false);
+    start_ok(&h);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 400);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/list"), 4);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
 /* A call's reply over what is left of the budget: the call ends
  * unknown (the server answered; the host could not take the answer),
  * naming the key, and the App stays ready. */
@@ -653,6 +674,7 @@ static Suite *memory_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, page_over_app_memory_fails_naming_key, 0, 2);
+    tcase_add_test(tc, pages_that_fit_one_at_a_time_start);
     tcase_add_test(tc, catalog_over_app_memory_fails_naming_key);
     tcase_add_test(tc, call_reply_over_app_memory_is_unknown);
     suite_add_tcase(s, tc);

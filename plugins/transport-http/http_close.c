@@ -60,9 +60,11 @@ void http_conn_free(struct aur_conn *c)
     }
     free(c->package);
     free(c->url);
-    free(c->ca.p);
+    http_trust_free(c->trust);
     free(c->session);
     free(c->del_session);
+    http_curl_free(&c->assist_hc);
+    free(c->assist_run);
     http_xh_conn_free(c);
     free(c->workers);
     free(c);

@@ -1,12 +1,15 @@
 /*
  * http_int.h - private to transport-http (never installed).
  *
- * Eight files share these types:
- *   http_plugin.c  descriptor, init/fini, open/send/set_protocol/cancel,
- *                  the worker pool and the stream threads
+ * These files share these types:
+ *   http_plugin.c  descriptor, init/fini, open/send/set_protocol/cancel
+ *   http_pool.c    the worker pool and the stream threads
+ *   http_assist.c  a request POST run by the caller of send
  *   http_close.c   stop and close: the end of a connection, the legacy
  *                  session's DELETE
  *   http_post.c    one job: its headers, the curl transfer, redirects
+ *                  (struct http_run: a job that can change threads)
+ *   http_trust.c   the certificate store of an App with ca_file
  *   http_response.c what comes back: the body, what reaches the sink
  *                  (incl. synthesised errors), the request's end
  *   http_headers.c one header line and the encoding of a value
@@ -149,6 +152,13 @@ struct http_job {
     bool finished;           /* (mu) stream thread is about to return */
 };
 
+/* Per-thread curl state: one multi with one easy, kept across jobs so the
+ * connection is reused. */
+struct http_curl {
+    CURLM *multi;
+    CURL *easy;
+};
+
 /*
  * One App connection.  Locking: mu guards every field marked (mu); the
  * rest is read-only after open.
@@ -160,7 +170,8 @@ struct aur_conn {
     char *url;              /* canonical configured URL */
     char origin[HTTP_ORIGIN_SIZE];
     char *auth_header;      /* "Authorization: Bearer ..." or NULL */
-    struct aur__buf ca;     /* system bundle + ca_file; ca.p NULL if none */
+    void *trust;            /* X509_STORE: system bundle + ca_file, or
+                             * NULL (no ca_file: curl's default bundle) */
     int64_t timeout_ms;
 
     pthread_mutex_t mu;
@@ -189,6 +200,14 @@ struct aur_conn {
     int nstreams;           /* (mu) */
     pthread_t *workers;     /* st->max_workers slots */
     int nworkers, idle;     /* (mu) */
+    int nrunning;           /* (mu) POSTs on c->running: at most
+                             * max_workers, assisted ones included */
+    /* The caller-run POST (http_assist.c): one at a time, on a curl
+     * handle of its own that keeps its connection between calls. */
+    bool assist_busy;       /* (mu) a caller or a worker has assist_hc */
+    struct http_curl assist_hc;
+    struct http_run *assist_run; /* heap; (mu) while assist_busy */
+    bool adopt;             /* (mu) assist_run waits for a worker */
     /* The legacy session's DELETE that stop started on a thread of its
      * own (http_close.c).  Written by stop before that thread exists,
      * then read-only until close has joined it (stop and close are
@@ -226,17 +245,16 @@ int http_start_stream_locked(struct aur_conn *c, struct http_job *j,
                              struct aur_error *err);
 /* Open the legacy standalone GET stream (best effort, logged). */
 void http_start_get_locked(struct aur_conn *c);
+/* Start one more pool worker (c->nworkers below max_workers); false when
+ * no thread could be made. */
+bool http_start_worker_locked(struct aur_conn *c);
+/* Caller holds c->mu: j (queued or assisted) ends; wakes a worker if
+ * queued POSTs waited for its slot. */
+void http_unrun_locked(struct aur_conn *c, struct http_job *j);
 /* Mark the jobs of list with this id cancelled; whether there was one. */
 bool http_abort_in(struct http_job *list, struct json_object *id);
 
 /* ---- http_post.c ---------------------------------------------------- */
-
-/* Per-thread curl state: one multi with one easy, kept across jobs so the
- * connection is reused. */
-struct http_curl {
-    CURLM *multi;
-    CURL *easy;
-};
 
 int http_curl_init(struct http_curl *hc);
 void http_curl_free(struct http_curl *hc);
@@ -278,6 +296,39 @@ struct http_xfer {
                         not be made (its socket, or a file TLS opens) */
 };
 
+#define HTTP_MAX_HOPS 5
+
+/*
+ * One job in progress: what running it keeps between two turns of the
+ * curl loop, so that the thread that began it (the caller of send,
+ * http_assist.c) can leave the rest to a worker.  Its address is curl's
+ * callback data while a hop runs: it never moves.
+ */
+struct http_run {
+    struct http_job *j;
+    struct http_curl *hc;
+    struct http_xfer x;
+    char *seen[HTTP_MAX_HOPS + 2]; /* the hops' URLs (owned) */
+    int nseen;
+    char origin[HTTP_ORIGIN_SIZE]; /* the current hop's */
+    char errbuf[CURL_ERROR_SIZE];
+    bool sent;             /* any attempt of any hop may have written it */
+    struct curl_slist *hdrs; /* the current hop's headers with the
+                              * token (owned), or NULL: the job's */
+    bool in_hop;           /* the easy handle is in the multi */
+    bool timed_out;
+    CURLcode cc;
+};
+
+/* Begin j on hc (both borrowed until http_run_free); false when the job
+ * has already ended (out of memory, reported like any end). */
+bool http_run_begin(struct http_run *r, struct http_curl *hc,
+                    struct http_job *j);
+/* Drive the job for at most ms (< 0: as long as it takes); true once it
+ * has ended (its sink calls made).  Any thread, one at a time. */
+bool http_run_step(struct http_run *r, int64_t ms);
+void http_run_free(struct http_run *r);
+
 /* The job was cancelled, or the connection is closing (takes c->mu). */
 bool http_job_stopped(struct http_job *j);
 
@@ -300,6 +351,24 @@ void http_get_state(struct aur_conn *c, int state);
 void http_xfer_finish(struct http_xfer *x);
 /* After the exchange: what its end means for the connection. */
 void http_xfer_after(struct http_xfer *x);
+
+/* ---- http_assist.c -------------------------------------------------- */
+
+/* send's end, with c->mu held: run j (a POST, its headers built) on the
+ * calling thread when it may.  True: j taken and c->mu released; false:
+ * nothing done (c->mu still held), queue it. */
+bool http_assist(struct aur_conn *c, struct http_job *j);
+/* A worker with c->mu held: finish an assisted run handed to the pool. */
+void http_adopt_locked(struct aur_conn *c);
+
+/* ---- http_trust.c --------------------------------------------------- */
+
+/* The store of an App with ca_file: the system bundle (parsed once per
+ * process) and the PEM text of ca_file; NULL when out of memory. */
+void *http_trust_new(const char *pem, size_t len);
+void http_trust_free(void *store);
+/* CURLOPT_SSL_CTX_FUNCTION; the data is the store. */
+CURLcode http_trust_ctx(CURL *e, void *ssl_ctx, void *store);
 
 /* ---- http_headers.c ------------------------------------------------- */
 

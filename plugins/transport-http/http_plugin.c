@@ -66,15 +66,18 @@
  * userinfo/fragment), auth_env (a variable NAME read with getenv at open;
  * the token never appears in logs, errors or status), ca_file (relative
  * to config_dir; trusted IN ADDITION to the system bundle
- * /etc/ssl/certs/ca-certificates.crt: both are concatenated once at open
- * and handed to curl as CURLOPT_CAINFO_BLOB), package, timeout_ms (the
+ * /etc/ssl/certs/ca-certificates.crt: one certificate store of both, made
+ * at open, http_trust.c), package, timeout_ms (the
  * connect bound and the fallback when a call has no deadline).
  *
  * Threads: send queues the POST for a worker (up to max_concurrent
  * workers per connection, each with its own curl multi+easy so connections
- * are reused) and returns.  subscriptions/listen (modern) and the legacy
+ * are reused) and returns; a request POST sent while nothing else runs
+ * is run by the caller of send for a few milliseconds first
+ * (http_assist.c).  subscriptions/listen (modern) and the legacy
  * GET stream run on their own threads and connections (at most
- * MAX_STREAMS).  Sink calls come from those threads; close joins them all.
+ * MAX_STREAMS).  Sink calls come from those threads and from a caller of
+ * send; close joins them all.
  * stop begins the end without waiting (http_close.c says what each does).
  * notifications/initialized is a barrier: no later POST starts and the
  * legacy GET is not opened until its exchange has ended.
@@ -94,7 +97,6 @@
 #include <json-c/json.h>
 
 #define SERIAL (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-#define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define MAX_PEM (16u << 20)
 
 /* ------------------------------------------------------------------ */
@@ -158,14 +160,18 @@ static int open_cfg(struct aur_conn *c, const struct aur_cfg *ep,
         }
     }
     if (h->cfg_str(ep, "ca_file", NULL)) {
+        struct aur__buf pem = {0};
         int e;
         if (!(ca = h->cfg_path(ep, "ca_file", SIZE_MAX, 0, err)))
             return err->code;
-        /* CAINFO_BLOB replaces curl's default bundle: keep the system
-         * trust store and add ca_file to it. */
-        (void)slurp(SYSTEM_BUNDLE, &c->ca);
-        e = slurp(ca, &c->ca);
+        /* Trusted in addition to the system bundle (http_trust.c). */
+        e = slurp(ca, &pem);
         free(ca);
+        if (!e && !(c->trust = http_trust_new(pem.p ? pem.p : "", pem.n)))
+            e = ENOMEM;
+        free(pem.p);
+        if (e == ENOMEM)
+            return aur_fail(err, AUR_E_NOMEM, e, "out of memory");
         if (e)
             return aur_fail(err, AUR_E_CONFIG, e,
                             "[http] ca_file cannot be read: %s",
@@ -276,6 +282,8 @@ static int http_send(struct aur_conn *c, struct json_object *msg,
          * (docs/protocol.md, the legacy handshake). */
         j->barrier = strcmp(j->method, "notifications/initialized") == 0;
     }
+    if (j->kind == J_REQUEST && http_assist(c, j))
+        return AUR_OK; /* ran on this thread, or a worker finishes it */
     rc = j->kind == J_LISTEN ? http_start_stream_locked(c, j, err)
                              : http_enqueue_locked(c, j, err);
     if (rc != AUR_OK)

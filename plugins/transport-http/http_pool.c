@@ -4,6 +4,8 @@
  * nothing later starts until it ended), and the stream threads (modern
  * listen, legacy GET), at most MAX_STREAMS per connection.  Every
  * function here is called with c->mu held and may wait on c->cv.
+ * A request POST sent while nothing else runs is run by its caller
+ * instead (http_assist.c); it counts against max_workers like the rest.
  */
 #define _GNU_SOURCE
 #include "http_int.h"
@@ -34,9 +36,31 @@ static void unlink_job(struct http_job **list, struct http_job *j)
         }
 }
 
-/* A pool worker: runs queued POSTs until close.  While a barrier job runs
- * no other job starts (the queue is FIFO, so everything sent after it
- * waits). */
+void http_unrun_locked(struct aur_conn *c, struct http_job *j)
+{
+    unlink_job(&c->running, j);
+    c->nrunning--;
+    if (j->barrier) {
+        c->barrier_running = false;
+        c->barriers--;
+        if (c->barriers == 0 && c->get_pending && !c->closing &&
+            !c->reported) {
+            c->get_pending = false;
+            http_start_get_locked(c);
+        }
+    }
+    /* A queued POST may have waited for this slot, or for the barrier.
+     * Nobody else waits for a POST's end: an idle worker woken for
+     * nothing would cost a sequential call two context switches. */
+    if (j->barrier || c->queue)
+        pthread_cond_broadcast(&c->cv);
+}
+
+/* A pool worker: runs queued POSTs until close, and finishes the assisted
+ * POST a caller handed over (http_assist.c) first, even when closing (it
+ * is cancelled then, and ends at once).  While a barrier job runs no other
+ * job starts (the queue is FIFO, so everything sent after it waits); at
+ * most max_workers POSTs run, a caller's own among them. */
 static void *worker_main(void *arg)
 {
     struct aur_conn *c = arg;
@@ -46,10 +70,16 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&c->mu);
     for (;;) {
         struct http_job *j;
-        while ((!c->queue || c->barrier_running) && !c->closing) {
+        while (!c->adopt && !c->closing &&
+               (!c->queue || c->barrier_running ||
+                c->nrunning >= c->st->max_workers)) {
             c->idle++;
             http_timed_wait(c, 1000); /* close also broadcasts */
             c->idle--;
+        }
+        if (c->adopt) {
+            http_adopt_locked(c);
+            continue;
         }
         if (c->closing)
             break;
@@ -60,22 +90,13 @@ static void *worker_main(void *arg)
         c->queued--;
         j->next = c->running;
         c->running = j;
+        c->nrunning++;
         if (j->barrier)
             c->barrier_running = true;
         pthread_mutex_unlock(&c->mu);
         http_job_run(&hc, j);
         pthread_mutex_lock(&c->mu);
-        unlink_job(&c->running, j);
-        if (j->barrier) {
-            c->barrier_running = false;
-            c->barriers--;
-            pthread_cond_broadcast(&c->cv);
-            if (c->barriers == 0 && c->get_pending && !c->closing &&
-                !c->reported) {
-                c->get_pending = false;
-                http_start_get_locked(c);
-            }
-        }
+        http_unrun_locked(c, j);
         pthread_mutex_unlock(&c->mu);
         http_job_free(j);
         pthread_mutex_lock(&c->mu);
@@ -100,20 +121,23 @@ static void *stream_main(void *arg)
     return NULL;
 }
 
+bool http_start_worker_locked(struct aur_conn *c)
+{
+    if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0)
+        return false;
+    c->nworkers++;
+    return true;
+}
+
 int http_enqueue_locked(struct aur_conn *c, struct http_job *j,
                         struct aur_error *err)
 {
     if (c->queued >= c->st->max_queued)
         return aur_fail(err, AUR_E_LIMIT, 0, "more than %zu HTTP requests "
                         "waiting", c->st->max_queued);
-    if ((size_t)c->idle < c->queued + 1 && c->nworkers < c->st->max_workers) {
-        int e = pthread_create(&c->workers[c->nworkers], NULL, worker_main,
-                               c);
-        if (e == 0)
-            c->nworkers++;
-        else if (c->nworkers == 0)
-            return aur_fail(err, AUR_E_NOMEM, e, "cannot start a thread");
-    }
+    if ((size_t)c->idle < c->queued + 1 && c->nworkers < c->st->max_workers &&
+        !http_start_worker_locked(c) && c->nworkers == 0)
+        return aur_fail(err, AUR_E_NOMEM, 0, "cannot start a thread");
     j->next = NULL;
     if (c->queue_tail)
         c->queue_tail->next = j;

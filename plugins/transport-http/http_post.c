@@ -24,7 +24,6 @@
 #include "aur_perturb.h"
 #include "fdlimit.h"
 
-#define MAX_HOPS 5
 #define GRACE_MS 1000          /* let the core's own timeout fire first */
 #define SERIAL (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
@@ -156,28 +155,46 @@ static aur_deadline wait_deadline(struct http_xfer *x)
     return j->dl + GRACE_MS;
 }
 
-static CURLcode perform(struct http_curl *hc, struct http_xfer *x,
-                        bool *timed_out)
+/* The hop's transfer begins: its handle joins the multi, where cancel
+ * and close can wake it. */
+static bool hop_add(struct http_run *r)
 {
+    if (curl_multi_add_handle(r->hc->multi, r->hc->easy) != CURLM_OK)
+        return false;
+    pthread_mutex_lock(&r->x.c->mu);
+    r->j->multi = r->hc->multi;
+    pthread_mutex_unlock(&r->x.c->mu);
+    r->in_hop = true;
+    return true;
+}
+
+static void hop_remove(struct http_run *r)
+{
+    pthread_mutex_lock(&r->x.c->mu);
+    r->j->multi = NULL;
+    pthread_mutex_unlock(&r->x.c->mu);
+    curl_multi_remove_handle(r->hc->multi, r->hc->easy);
+    r->in_hop = false;
+}
+
+/* Turn the curl loop until the hop's transfer is over (true, r->cc set)
+ * or until the absolute time until (false; AUR_NO_DEADLINE: never). */
+static bool hop_poll(struct http_run *r, aur_deadline until)
+{
+    struct http_xfer *x = &r->x;
     const struct aur_host *h = HTTP_HOST(x->c);
-    struct http_job *j = x->j;
-    CURLcode cc = CURLE_OK;
+    struct http_job *j = r->j;
     CURLMsg *msg;
     int running = 1, left;
 
-    if (curl_multi_add_handle(hc->multi, hc->easy) != CURLM_OK)
-        return CURLE_OUT_OF_MEMORY;
-    pthread_mutex_lock(&x->c->mu);
-    j->multi = hc->multi;
-    pthread_mutex_unlock(&x->c->mu);
     for (;;) {
         if (http_job_stopped(j)) {
-            cc = CURLE_ABORTED_BY_CALLBACK;
-            break;
+            r->cc = CURLE_ABORTED_BY_CALLBACK;
+            return true;
         }
-        if (curl_multi_perform(hc->multi, &running) != CURLM_OK) {
-            cc = CURLE_OUT_OF_MEMORY;
-            break;
+        if (curl_multi_perform(r->hc->multi, &running) != CURLM_OK) {
+            r->cc = CURLE_OUT_OF_MEMORY;
+            return true;
         }
         if (j->kind == J_GET && !x->announced) {
             long st = 0;
@@ -194,25 +211,27 @@ static CURLcode perform(struct http_curl *hc, struct http_xfer *x,
             }
         }
         if (!running) {
-            msg = curl_multi_info_read(hc->multi, &left);
-            cc = msg && msg->msg == CURLMSG_DONE ? msg->data.result
-                                                 : CURLE_RECV_ERROR;
-            break;
+            msg = curl_multi_info_read(r->hc->multi, &left);
+            r->cc = msg && msg->msg == CURLMSG_DONE ? msg->data.result
+                                                    : CURLE_RECV_ERROR;
+            return true;
         }
         int64_t wait = 1000, rem = aur_remaining_ms(h, wait_deadline(x));
         if (rem == 0) {
-            *timed_out = true;
-            cc = CURLE_OPERATION_TIMEDOUT;
-            break;
+            r->timed_out = true;
+            r->cc = CURLE_OPERATION_TIMEDOUT;
+            return true;
         }
-        curl_multi_poll(hc->multi, NULL, 0, (int)(rem < wait ? rem : wait),
-                        NULL);
+        if (until != AUR_NO_DEADLINE) {
+            int64_t left_ms = aur_remaining_ms(h, until);
+            if (left_ms == 0)
+                return false;
+            if (left_ms < wait)
+                wait = left_ms;
+        }
+        curl_multi_poll(r->hc->multi, NULL, 0,
+                        (int)(rem < wait ? rem : wait), NULL);
     }
-    pthread_mutex_lock(&x->c->mu);
-    j->multi = NULL;
-    pthread_mutex_unlock(&x->c->mu);
-    curl_multi_remove_handle(hc->multi, hc->easy);
-    return cc;
 }
 
 /*
@@ -303,20 +322,23 @@ static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
     CURL *e = hc->easy;
     int64_t ct = aur_remaining_ms(HTTP_HOST(c), j->dl);
 
+    struct curl_slist *send_hdrs = j->hdrs;
+
     curl_easy_reset(e);
     *hdrs = NULL;
-    for (struct curl_slist *s = j->hdrs; s; s = s->next) {
-        struct curl_slist *n = curl_slist_append(*hdrs, s->data);
-        if (!n)
-            return AUR_E_NOMEM;
-        *hdrs = n;
-    }
-    /* The token goes to the configured origin only, never across. */
+    /* The token goes to the configured origin only, never across: a hop
+     * that carries it gets a copy of the job's list with it added (the
+     * job's own list never holds it). */
     if (c->auth_header && same_origin) {
-        struct curl_slist *n = curl_slist_append(*hdrs, c->auth_header);
-        if (!n)
+        struct curl_slist *n;
+        for (struct curl_slist *s = j->hdrs; s; s = s->next) {
+            if (!(n = curl_slist_append(*hdrs, s->data)))
+                return AUR_E_NOMEM;
+            *hdrs = n;
+        }
+        if (!(n = curl_slist_append(*hdrs, c->auth_header)))
             return AUR_E_NOMEM;
-        *hdrs = n;
+        send_hdrs = *hdrs = n;
     }
     if (ct > c->timeout_ms)
         ct = c->timeout_ms;
@@ -326,14 +348,18 @@ static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca.p) {
-        struct curl_blob b = {c->ca.p, c->ca.n, CURL_BLOB_NOCOPY};
-        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+    if (c->trust) {
+        /* ca_file: curl loads no bundle, the App's store is used
+         * (http_trust.c says why). */
+        curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
+        curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_FUNCTION, http_trust_ctx);
+        curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, c->trust);
     }
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(ct > 0 ? ct : 1));
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, *hdrs);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, send_hdrs);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_xfer_on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
@@ -365,138 +391,184 @@ static bool seen_url(char **seen, int n, const char *u)
     return false;
 }
 
+/* The hop's transfer state, fresh, and its curl options. */
+static bool hop_start(struct http_run *r)
+{
+    struct http_xfer *x = &r->x;
+    struct aur_conn *c = r->j->c;
+
+    memset(x, 0, sizeof *x);
+    x->j = r->j;
+    x->c = c;
+    x->e = r->hc->easy;
+    x->sent = &r->sent;
+    sse_init(&x->sse, c->st->max_event);
+    r->errbuf[0] = '\0';
+    r->timed_out = false;
+    r->cc = CURLE_OK;
+    if (setup(r->hc, x, r->seen[r->nseen - 1],
+              strcmp(r->origin, c->origin) == 0, &r->hdrs,
+              r->errbuf) != AUR_OK || !hop_add(r)) {
+        curl_slist_free_all(r->hdrs);
+        r->hdrs = NULL;
+        http_end_request(x, AUR_E_NOMEM, NULL, "transport: out of memory");
+        http_xfer_after(x);
+        return false;
+    }
+    ERR_clear_error();
+    return true;
+}
+
+/* The hop's transfer is over (r->cc): true when the job has ended, false
+ * when it goes on to a redirect's next hop. */
+static bool hop_end(struct http_run *r)
+{
+    struct http_xfer *x = &r->x;
+    struct http_job *j = r->j;
+    const char *url = r->seen[r->nseen - 1];
+    CURLcode cc = r->cc;
+
+    hop_remove(r);
+    if (cc != CURLE_OK && !x->fd_errno)
+        x->fd_errno = tls_fd_errno();
+    ERR_clear_error();
+    curl_slist_free_all(r->hdrs);
+    r->hdrs = NULL;
+    if (x->btype == B_UNSET)
+        http_xfer_classify(x);
+    if (http_job_stopped(j)) {
+        http_xfer_after(x);
+        return true; /* cancelled or closing: silence */
+    }
+    if (cc != CURLE_OK && !x->done && !x->too_big) {
+        const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+        if (x->got_response)
+            ; /* the response is in: how the stream ended is moot */
+        else if (r->timed_out)
+            http_end_request(x, AUR_E_TIMEOUT, NULL,
+                        "transport: no response before the deadline");
+        else if (r->sent && !x->status)
+            http_end_request(x, AUR_E_IO, NULL,
+                        "transport: the connection was lost after the "
+                        "request may have been sent, and it is never "
+                        "sent twice (%s)", why);
+        else if (x->fd_errno) {
+            char fb[96];
+            http_end_request(x, AUR_E_IO, NULL,
+                        "transport: %s: cannot open a connection (%s)",
+                        aur__fd_text(x->fd_errno, fb, sizeof fb), why);
+        } else
+            http_end_request(x, AUR_E_IO, NULL, "transport: %s", why);
+        http_xfer_after(x);
+        return true;
+    }
+    if (x->too_big) {
+        if (!x->got_response)
+            http_end_request(x, AUR_E_LIMIT, NULL,
+                        "HTTP %ld: response over the size limit",
+                        x->status);
+        http_xfer_after(x);
+        return true;
+    }
+    if (x->status == 307 || x->status == 308) {
+        struct curl_header *h = NULL;
+        struct aur_error err;
+        char *next = NULL;
+        if (curl_easy_header(r->hc->easy, "Location", 0, CURLH_HEADER, -1,
+                             &h) != CURLHE_OK || !h) {
+            http_end_request(x, AUR_E_PROTOCOL, NULL,
+                        "HTTP %ld without a Location", x->status);
+            http_xfer_after(x);
+            return true;
+        }
+        if (http_url_redirect(url, h->value, &next, r->origin, &err) !=
+            AUR_OK) {
+            http_end_request(x, AUR_E_PROTOCOL, NULL, "HTTP %ld: %s",
+                        x->status, err.msg);
+            http_xfer_after(x);
+            return true;
+        }
+        if (seen_url(r->seen, r->nseen, next) || r->nseen > HTTP_MAX_HOPS) {
+            bool loop = seen_url(r->seen, r->nseen, next);
+            free(next);
+            http_end_request(x, AUR_E_PROTOCOL, NULL,
+                        loop ? "HTTP %ld: redirect loop"
+                             : "HTTP %ld: more than 5 redirects",
+                        x->status);
+            http_xfer_after(x);
+            return true;
+        }
+        r->seen[r->nseen++] = next;
+        sse_free(&x->sse);
+        free(x->buf);
+        x->buf = NULL;
+        return false;
+    }
+    if (x->status >= 300 && x->status < 400) {
+        http_end_request(x, AUR_E_PROTOCOL, NULL,
+                    "HTTP %ld: redirect not followed (only 307 and 308 "
+                    "are)", x->status);
+        http_xfer_after(x);
+        return true;
+    }
+    sse_finish(&x->sse);
+    http_xfer_finish(x);
+    http_xfer_after(x);
+    return true;
+}
+
+bool http_run_begin(struct http_run *r, struct http_curl *hc,
+                    struct http_job *j)
+{
+    memset(r, 0, sizeof *r);
+    r->j = j;
+    r->hc = hc;
+    r->x.j = j;
+    r->x.c = j->c;
+    r->x.e = hc->easy;
+    r->x.sent = &r->sent;
+    snprintf(r->origin, sizeof r->origin, "%s", j->c->origin);
+    if (!hc->easy || !(r->seen[0] = strdup(j->c->url))) {
+        http_end_request(&r->x, AUR_E_NOMEM, NULL,
+                         "transport: out of memory");
+        if (j->kind == J_GET)
+            http_get_state(j->c, HTTP_GET_ENDED);
+        return false;
+    }
+    r->nseen = 1;
+    return hop_start(r);
+}
+
+bool http_run_step(struct http_run *r, int64_t ms)
+{
+    aur_deadline until = ms < 0 ? AUR_NO_DEADLINE
+                                : aur_deadline_in(HTTP_HOST(r->x.c), ms);
+
+    for (;;) {
+        if (!hop_poll(r, until))
+            return false;
+        if (hop_end(r) || !hop_start(r))
+            return true;
+    }
+}
+
+void http_run_free(struct http_run *r)
+{
+    if (r->in_hop)
+        hop_remove(r); /* a run left before its end (never, today) */
+    curl_slist_free_all(r->hdrs);
+    sse_free(&r->x.sse);
+    free(r->x.buf);
+    for (int i = 0; i < r->nseen; i++)
+        free(r->seen[i]);
+    memset(r, 0, sizeof *r);
+}
+
 void http_job_run(struct http_curl *hc, struct http_job *j)
 {
-    struct aur_conn *c = j->c;
-    char *seen[MAX_HOPS + 2], origin[HTTP_ORIGIN_SIZE];
-    char errbuf[CURL_ERROR_SIZE];
-    int nseen = 0;
-    bool sent = false; /* any attempt of any hop may have written it */
-    struct http_xfer x;
+    struct http_run r;
 
-    memset(&x, 0, sizeof x);
-    x.j = j;
-    x.c = c;
-    x.e = hc->easy;
-    x.sent = &sent;
-    snprintf(origin, sizeof origin, "%s", c->origin);
-    if (!hc->easy || !(seen[nseen] = strdup(c->url))) {
-        http_end_request(&x, AUR_E_NOMEM, NULL, "transport: out of memory");
-        if (j->kind == J_GET)
-            http_get_state(c, HTTP_GET_ENDED);
-        return;
-    }
-    nseen++;
-    for (;;) {
-        struct curl_slist *hdrs = NULL;
-        bool timed_out = false;
-        const char *url = seen[nseen - 1];
-        CURLcode cc;
-
-        memset(&x, 0, sizeof x);
-        x.j = j;
-        x.c = c;
-        x.e = hc->easy;
-        x.sent = &sent;
-        sse_init(&x.sse, c->st->max_event);
-        errbuf[0] = '\0';
-        if (setup(hc, &x, url, strcmp(origin, c->origin) == 0, &hdrs,
-                  errbuf) != AUR_OK) {
-            curl_slist_free_all(hdrs);
-            http_end_request(&x, AUR_E_NOMEM, NULL,
-                             "transport: out of memory");
-            http_xfer_after(&x);
-            break;
-        }
-        ERR_clear_error();
-        cc = perform(hc, &x, &timed_out);
-        if (cc != CURLE_OK && !x.fd_errno)
-            x.fd_errno = tls_fd_errno();
-        ERR_clear_error();
-        curl_slist_free_all(hdrs);
-        if (x.btype == B_UNSET)
-            http_xfer_classify(&x);
-        if (http_job_stopped(j)) {
-            http_xfer_after(&x);
-            break; /* cancelled or closing: silence */
-        }
-        if (cc != CURLE_OK && !x.done && !x.too_big) {
-            const char *why = errbuf[0] ? errbuf : curl_easy_strerror(cc);
-            if (x.got_response)
-                ; /* the response is in: how the stream ended is moot */
-            else if (timed_out)
-                http_end_request(&x, AUR_E_TIMEOUT, NULL,
-                            "transport: no response before the deadline");
-            else if (sent && !x.status)
-                http_end_request(&x, AUR_E_IO, NULL,
-                            "transport: the connection was lost after the "
-                            "request may have been sent, and it is never "
-                            "sent twice (%s)", why);
-            else if (x.fd_errno) {
-                char fb[96];
-                http_end_request(&x, AUR_E_IO, NULL,
-                            "transport: %s: cannot open a connection (%s)",
-                            aur__fd_text(x.fd_errno, fb, sizeof fb), why);
-            } else
-                http_end_request(&x, AUR_E_IO, NULL, "transport: %s", why);
-            http_xfer_after(&x);
-            break;
-        }
-        if (x.too_big) {
-            if (!x.got_response)
-                http_end_request(&x, AUR_E_LIMIT, NULL,
-                            "HTTP %ld: response over the size limit",
-                            x.status);
-            http_xfer_after(&x);
-            break;
-        }
-        if (x.status == 307 || x.status == 308) {
-            struct curl_header *h = NULL;
-            struct aur_error err;
-            char *next = NULL;
-            if (curl_easy_header(hc->easy, "Location", 0, CURLH_HEADER, -1,
-                                 &h) != CURLHE_OK || !h) {
-                http_end_request(&x, AUR_E_PROTOCOL, NULL,
-                            "HTTP %ld without a Location", x.status);
-                http_xfer_after(&x);
-                break;
-            }
-            if (http_url_redirect(url, h->value, &next, origin, &err) !=
-                AUR_OK) {
-                http_end_request(&x, AUR_E_PROTOCOL, NULL, "HTTP %ld: %s",
-                            x.status, err.msg);
-                http_xfer_after(&x);
-                break;
-            }
-            if (seen_url(seen, nseen, next) || nseen > MAX_HOPS) {
-                bool loop = seen_url(seen, nseen, next);
-                free(next);
-                http_end_request(&x, AUR_E_PROTOCOL, NULL,
-                            loop ? "HTTP %ld: redirect loop"
-                                 : "HTTP %ld: more than 5 redirects",
-                            x.status);
-                http_xfer_after(&x);
-                break;
-            }
-            seen[nseen++] = next;
-            sse_free(&x.sse);
-            free(x.buf);
-            continue;
-        }
-        if (x.status >= 300 && x.status < 400) {
-            http_end_request(&x, AUR_E_PROTOCOL, NULL,
-                        "HTTP %ld: redirect not followed (only 307 and 308 "
-                        "are)", x.status);
-            http_xfer_after(&x);
-            break;
-        }
-        sse_finish(&x.sse);
-        http_xfer_finish(&x);
-        http_xfer_after(&x);
-        break;
-    }
-    sse_free(&x.sse);
-    free(x.buf);
-    for (int i = 0; i < nseen; i++)
-        free(seen[i]);
+    if (http_run_begin(&r, hc, j))
+        (void)http_run_step(&r, -1);
+    http_run_free(&r);
 }

@@ -22,6 +22,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -659,6 +660,10 @@ int main(int argc, char **argv)
     struct pollfd pf[5];
     time_t start = time(NULL);
 
+    /* A client may close a connection while we still write to it (it
+     * stops reading an SSE stream once its response is in, before our
+     * close_notify): that must end the connection, not the fixture. */
+    signal(SIGPIPE, SIG_IGN);
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--cert") == 0)
             cert = argv[i + 1];

@@ -19,6 +19,7 @@
 
 void http_xheader_tests(Suite *s);
 void http_stop_tests(Suite *s);
+void http_assist_tests(Suite *s);
 
 /* ================================================================== */
 /* The plugin against the fixture                                     */
@@ -691,6 +692,7 @@ static Suite *suite(void)
     suite_add_tcase(s, t);
 
     http_stop_tests(s);
+    http_assist_tests(s);
 
     http_xheader_tests(s);
     return s;

@@ -119,16 +119,23 @@ static struct aur_host host = {
     .world_write_batch = hwrite_batch,
 };
 
+/* Event i's params, parsed by the host's own parser: what the core's
+ * dispatch hands on_notify (transports parse every inbound message with
+ * json_parse; json-c's tokener, which this used before, is not on the
+ * host's path and cost more than the plugin's validation). */
 static struct json_object *event(long i)
 {
+    struct json_object *o = NULL;
     char buf[512];
-    snprintf(buf, sizeof buf,
+    int len = snprintf(buf, sizeof buf,
              "{\"event_id\":\"ev-%ld\",\"scope\":\"qq:group:%ld\","
              "\"kind\":\"qq.message.group\",\"occurred_at\":"
              "\"2026-05-01T12:00:00.%06ld+08:00\",\"summary\":\"message %ld\","
              "\"data\":{\"n\":%ld,\"text\":\"hello\"}}",
              i, i % 16, i % 1000000, i, i);
-    return json_tokener_parse(buf);
+    if (hparse(buf, (size_t)len, &o, NULL) != AUR_OK)
+        return NULL;
+    return o;
 }
 
 static int64_t count_of(const struct aur_extension_ops *ops, void *st,

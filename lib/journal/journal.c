@@ -231,7 +231,7 @@ int aur__journal_append(struct aur__journal *j, const struct aur_commit *c,
                         "commit id already used with different content: %s",
                         c->commit_id);
     if (res != AUR_OK && res != AUR_DECLINE)
-        return aur_fail(err, res, 0, "commit: data too large");
+        return res; /* the data rules: err says which (aur__jprep_data) */
     if (seq)
         *seq = s;
     if (inserted)

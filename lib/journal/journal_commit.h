@@ -34,9 +34,10 @@ struct aur__jprep {
  * wrong; AUR_E_NOMEM).  p needs aur__jprep_free either way. */
 int aur__jprep_make(const struct aur_commit *c, struct aur__jprep *p,
                     struct aur_error *err);
-/* Fill p's row.data from c->data.  Under the journal's lock: json-c
- * caches the text inside the object, so two appends of one shared object
- * must not race. */
+/* Fill p's row.data from c->data and check the data rules on that text
+ * (finite numbers, nesting; AUR_E_INVAL naming them).  Under the
+ * journal's lock: json-c caches the text inside the object, so two
+ * appends of one shared object must not race. */
 int aur__jprep_data(struct aur__jprep *p, const struct aur_commit *c,
                     struct aur_error *err);
 void aur__jprep_free(struct aur__jprep *p);

@@ -91,7 +91,66 @@ static const char *const stmt_sql[AUR__JST_N] = {
         " WHERE seq > ?1 AND seq <= ?2 AND EXISTS (SELECT 1"
         " FROM world_commit_scopes AS s WHERE s.commit_seq = c.seq"
         " AND s.scope = ?4) ORDER BY seq LIMIT ?3",
+    /* [AUR__JST_INSERT_ROWS], [AUR__JST_INSERT_AT_ROWS]: written by
+     * rows_sql when first needed */
 };
+
+/* "<head> VALUES <tuple>,<tuple>,..." with n tuples (malloc'd), or NULL:
+ * the multi-row forms of AUR__JST_INSERT and AUR__JST_INSERT_AT. */
+static char *rows_sql(const char *head, const char *tuple, size_t n)
+{
+    size_t hl = strlen(head), tl = strlen(tuple);
+    char *sql = malloc(hl + n * (tl + 1) + 1), *at;
+    if (!sql)
+        return NULL;
+    memcpy(sql, head, hl);
+    at = sql + hl;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *at++ = ',';
+        memcpy(at, tuple, tl);
+        at += tl;
+    }
+    *at = '\0';
+    return sql;
+}
+
+/*
+ * Statements are prepared on first use, a group at a time (the masks in
+ * journal_sqlite.h): a one-off run such as discover writes a few
+ * lifecycle commits and reads nothing, and preparing all of them at
+ * open, the two multi-row INSERTs among them, was 1.5 M of the 5.3 M
+ * instructions of a discover of one small App.  Under the journal's
+ * lock, as every use of the connection.
+ */
+int aur__jsqlite_need(struct aur__jsqlite *j, unsigned mask,
+                      struct aur_error *err)
+{
+    for (size_t i = 0; i < AUR__JST_N; i++) {
+        char *own = NULL;
+        const char *sql = stmt_sql[i];
+        int src;
+
+        if (!(mask & AUR__JST_BIT(i)) || j->st[i])
+            continue;
+        if (i == AUR__JST_INSERT_ROWS)
+            sql = own = rows_sql("INSERT INTO world_commits(commit_id, kind,"
+                                 " source, summary, occurred_at, data)"
+                                 " VALUES ", "(?,?,?,?,?,?)", AUR__JSQ_ROWS);
+        else if (i == AUR__JST_INSERT_AT_ROWS)
+            sql = own = rows_sql("INSERT INTO world_commit_scopes("
+                                 "commit_seq, scope, sequence) VALUES ",
+                                 "(?,?,?)", AUR__JSQ_SCOPE_ROWS);
+        if (!sql)
+            return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        src = sqlite3_prepare_v3(j->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                 &j->st[i], NULL);
+        free(own);
+        if (src != SQLITE_OK)
+            return aur__jsqlite_fail(j, src, "preparing a statement", err);
+    }
+    return AUR_OK;
+}
 
 int aur__jsqlite_fail(struct aur__jsqlite *s, int src, const char *what,
                       struct aur_error *err)
@@ -247,6 +306,7 @@ static void sq_close(void *b)
     size_t i;
     if (!j)
         return;
+    aur__jsqlite_ckpt_stop(j);
     for (i = 0; i < AUR__JST_N; i++)
         sqlite3_finalize(j->st[i]);
     sqlite3_close(j->db);
@@ -258,7 +318,6 @@ static int sq_open(const char *path, const struct aur__jopts *o, void **out,
 {
     struct aur__jsqlite *j;
     int rc, src;
-    size_t i;
 
     rc = make_parents(path, err);
     if (rc != AUR_OK)
@@ -289,6 +348,18 @@ static int sq_open(const char *path, const struct aur__jopts *o, void **out,
         goto fail;
     }
     sqlite3_busy_timeout(j->db, 5000);
+    {
+        /* Keep the WAL file across runs: a short run (discover, call)
+         * that found it empty or absent wrote and synced a new header,
+         * and deleted the file again at close (4 fsyncs a run, now 3).
+         * The last close still checkpoints, so durability is the same.
+         * The file keeps its size, which the checkpoints bound
+         * (journal_sqlite_ckpt.c: about 16 MiB at most); no
+         * journal_size_limit, which would empty it at every close. */
+        int on = 1;
+        (void)sqlite3_file_control(j->db, "main", SQLITE_FCNTL_PERSIST_WAL,
+                                   &on);
+    }
     /* the first statement reads the header: a foreign file fails here */
     rc = set_wal(j, path, err);
     /* WAL with synchronous=NORMAL: a commit is appended to the WAL
@@ -297,24 +368,27 @@ static int sq_open(const char *path, const struct aur__jopts *o, void **out,
      * file, and a process crash loses nothing committed; only a power
      * loss or OS crash may roll back the commits since the last
      * checkpoint, which fits best-effort events (no ack, no replay).
-     * Foreign keys stay on: a rowid look-up per scope row is what it
-     * costs to make a scope row without its commit impossible. */
+     * Foreign keys are not enforced (foreign_keys stays off, SQLite's
+     * default): scope rows are only ever written by
+     * journal_sqlite_append.c, in their commit's transaction, with the
+     * seq its insert just returned, so the check could never fail; it
+     * was a rowid look-up and a counter per scope row, about a tenth of
+     * an event's cost (the PostgreSQL backend dropped its foreign key
+     * for the same reason).  The REFERENCES clauses stay in the schema.
+     * temp_store=MEMORY keeps the statement journal of a multi-row
+     * INSERT (journal_sqlite_append.c) in memory: on disk it spilled to
+     * a temporary file past 64 KiB, three writes per event.  It holds
+     * only what undoes one failed statement inside an open transaction,
+     * so it has no bearing on durability; its size is bounded by the
+     * pages one statement of AUR__JSQ_ROWS rows touches. */
     if (rc == AUR_OK)
-        rc = exec(j, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON",
+        rc = exec(j, "PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY",
                   path, err);
     if (rc == AUR_OK)
         rc = migrate(j, path, err);
     if (rc != AUR_OK)
         goto fail;
-    for (i = 0; i < AUR__JST_N; i++) {
-        src = sqlite3_prepare_v3(j->db, stmt_sql[i], -1,
-                                 SQLITE_PREPARE_PERSISTENT, &j->st[i], NULL);
-        if (src != SQLITE_OK) {
-            rc = aur_fail(err, AUR_E_JOURNAL, src, "journal %s: %s", path,
-                          sqlite3_errmsg(j->db));
-            goto fail;
-        }
-    }
+    (void)aur__jsqlite_ckpt_start(j); /* else SQLite checkpoints inline */
     *out = j;
     return AUR_OK;
 fail:
@@ -329,8 +403,11 @@ fail:
 static int64_t sq_count(void *b)
 {
     struct aur__jsqlite *j = b;
-    sqlite3_stmt *st = j->st[AUR__JST_COUNT];
+    sqlite3_stmt *st;
     int64_t n = -1;
+    if (aur__jsqlite_need(j, AUR__JSQ_READ, NULL) != AUR_OK)
+        return -1;
+    st = j->st[AUR__JST_COUNT];
     if (sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
@@ -340,8 +417,12 @@ static int64_t sq_count(void *b)
 static int sq_head(void *b, int64_t *seq, struct aur_error *err)
 {
     struct aur__jsqlite *j = b;
-    sqlite3_stmt *st = j->st[AUR__JST_MAX_SEQ];
-    int rc = AUR_OK, src = sqlite3_step(st);
+    sqlite3_stmt *st;
+    int rc = aur__jsqlite_need(j, AUR__JSQ_READ, err), src;
+    if (rc != AUR_OK)
+        return rc;
+    st = j->st[AUR__JST_MAX_SEQ];
+    src = sqlite3_step(st);
     if (src == SQLITE_ROW)
         *seq = sqlite3_column_int64(st, 0);
     else
@@ -409,12 +490,15 @@ static int sq_read(void *b, int64_t after, int64_t upto, const char *scope,
                    void *ud, size_t *n, struct aur_error *err)
 {
     struct aur__jsqlite *j = b;
-    sqlite3_stmt *st = j->st[scope ? AUR__JST_PAGE_SCOPE : AUR__JST_PAGE];
-    struct scope_buf *sb = calloc(1, sizeof *sb);
-    int src = SQLITE_DONE, rc = AUR_OK;
+    sqlite3_stmt *st;
+    struct scope_buf *sb;
+    int src = SQLITE_DONE, rc = aur__jsqlite_need(j, AUR__JSQ_READ, err);
 
     *n = 0;
-    if (!sb)
+    if (rc != AUR_OK)
+        return rc;
+    st = j->st[scope ? AUR__JST_PAGE_SCOPE : AUR__JST_PAGE];
+    if (!(sb = calloc(1, sizeof *sb)))
         return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
     sqlite3_bind_int64(st, 1, after);
     sqlite3_bind_int64(st, 2, upto);

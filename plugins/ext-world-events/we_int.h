@@ -87,6 +87,7 @@ struct we_session {
     bool stop, thread_started, thread_joined;
     pthread_t thread;
     struct we_batch *batch; /* the writer's; allocated with the thread */
+    struct we_pending *spent; /* committed entries to free (we_writer.c) */
     /* duplicate counting for a host without world_write_batch (writer
      * thread only) */
     uint64_t *seen;

@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 #include <sqlite3.h>
 
+#include "journal_commit.h" /* AUR__JOURNAL_MAX_DEPTH */
 #include "journal_fixture.h"
 
 Suite *journal_batch_suite(void);
@@ -581,6 +582,27 @@ done:
     ck_assert_int_eq(append(j, &t, NULL, NULL, &err), AUR_OK);
     unmk(&t);
     ck_assert_int_eq(aur__journal_count(j), 1);
+
+    /* nesting to the limit and one past it (the top object is level 1);
+     * brackets, NaN and Infinity inside strings are only text */
+    for (int levels = AUR__JOURNAL_MAX_DEPTH - 1;
+         levels <= AUR__JOURNAL_MAX_DEPTH; levels++) {
+        mk(&t, levels < AUR__JOURNAL_MAX_DEPTH ? "deep" : "deeper",
+           "summary", "a",
+           "{\"s\":\"[[{{ NaN Infinity \\\" ]]\",\"NaN\":-1e308}");
+        cur = json_object_new_array();
+        json_object_object_add(t.c.data, "d", cur);
+        for (int d = 3; d <= levels; d++) {
+            deep = json_object_new_array();
+            json_object_array_add(cur, deep);
+            cur = deep;
+        }
+        ck_assert_int_eq(append(j, &t, NULL, NULL, &err),
+                         levels < AUR__JOURNAL_MAX_DEPTH ? AUR_OK
+                                                         : AUR_E_INVAL);
+        unmk(&t);
+    }
+    ck_assert_int_eq(aur__journal_count(j), 2);
     aur__journal_close(j);
 }
 END_TEST

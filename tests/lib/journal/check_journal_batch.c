@@ -171,6 +171,134 @@ START_TEST(batch_large_sequences_dense)
 }
 END_TEST
 
+/* Batches long enough for the multi-row inserts (journal_sqlite_append.c
+ * inserts whole chunks and, when one holds an id already present or
+ * repeated, goes row by row): every answer is what the row-by-row path
+ * gives, seq stays dense and in commit order, and a repeat whose first
+ * copy is still waiting to have its scope rows written compares equal. */
+START_TEST(batch_chunks_with_repeats)
+{
+    struct aur__journal *j = open_ok();
+    enum { N = 100 };
+    static const char *const all[] = {"all"};
+    static struct aur_commit c[N];
+    static const struct aur_commit *v[N];
+    static int res[N];
+    static char ids[N][16];
+    struct aur_error err;
+    int i;
+
+    append_ok(j, "c40", "all", NULL);
+    for (i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        c[i] = (struct aur_commit){
+            .struct_size = sizeof c[i],
+            .commit_id = ids[i],
+            .kind = "k",
+            .source = "s",
+            .summary = "summary",
+            .scopes = all,
+            .n_scopes = 1,
+        };
+        v[i] = &c[i];
+    }
+    /* c40 is present (its chunk fails); c70 comes again at 75 (same
+     * content) and c10 at 80 (other content) */
+    c[40].kind = "mcp.event.received";
+    c[40].source = "mcp:org.example.qq";
+    c[75].commit_id = "c70";
+    c[80].commit_id = "c10";
+    c[80].summary = "other";
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
+    for (i = 0; i < N; i++) {
+        int want = i == 40 || i == 75 ? AUR_DECLINE
+                   : i == 80          ? AUR_E_CONFLICT
+                                      : AUR_OK;
+        ck_assert_int_eq(res[i], want);
+    }
+    ck_assert_int_eq(aur__journal_count(j), N - 2);
+    ck_assert_int_eq(sql_int("SELECT MAX(seq) FROM world_commits"), N - 2);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     N - 2);
+    /* every commit's 'all' sequence is its seq: one order for both */
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commits c JOIN"
+                             " world_commit_scopes s ON s.commit_seq = c.seq"
+                             " WHERE s.scope = 'all' AND s.sequence = c.seq"),
+                     N - 2);
+    /* in commit order: c0 .. c99 after c40, the repeats skipped */
+    ck_assert_int_eq(sql_int("SELECT seq FROM world_commits"
+                             " WHERE commit_id = 'c41'"),
+                     42);
+    ck_assert_int_eq(sql_int("SELECT seq FROM world_commits"
+                             " WHERE commit_id = 'c99'"),
+                     N - 2);
+    /* the batch again: every row present, nothing written */
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], i == 80 ? AUR_E_CONFLICT : AUR_DECLINE);
+    ck_assert_int_eq(aur__journal_count(j), N - 2);
+    aur__journal_close(j);
+}
+END_TEST
+
+/* SQLite: checkpoints run on a thread of their own (journal_sqlite_ckpt.c)
+ * once the WAL passes 1000 frames, and the writer finishes one itself
+ * past 4000, so under a steady stream of batches the WAL stays bounded
+ * (SQLite only restarts it after a checkpoint that copied all of it),
+ * nothing is lost, and close joins the thread. */
+START_TEST(sqlite_wal_stays_bounded)
+{
+    struct aur__journal *j = open_ok();
+    /* about 1200 WAL pages a batch: the fourth passes 4000 */
+    enum { BATCHES = 16, N = 500, SUMMARY = 8000 };
+    static const char *const sc[] = {"all"};
+    static struct aur_commit c[N];
+    static const struct aur_commit *v[N];
+    static int res[N];
+    static char ids[N][24], wal[300], summary[SUMMARY + 1];
+    struct aur_error err;
+    struct stat st;
+    off_t biggest = 0;
+
+    memset(summary, 's', SUMMARY);
+    snprintf(wal, sizeof wal, "%s-wal", dbpath);
+    for (int b = 0; b < BATCHES; b++) {
+        for (int i = 0; i < N; i++) {
+            snprintf(ids[i], sizeof ids[i], "b%d:c%d", b, i);
+            c[i] = (struct aur_commit){
+                .struct_size = sizeof c[i],
+                .commit_id = ids[i],
+                .kind = "k",
+                .source = "s",
+                .summary = summary,
+                .scopes = sc,
+                .n_scopes = 1,
+            };
+            v[i] = &c[i];
+        }
+        ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err),
+                         AUR_OK);
+        if (stat(wal, &st) == 0 && st.st_size > biggest)
+            biggest = st.st_size;
+    }
+    ck_assert_int_eq(aur__journal_count(j), BATCHES * N);
+    /* 4000 pages and the batch that passed them (17 MB), with room to
+     * spare; a WAL never restarted held all 64 MB of the journal */
+    ck_assert_msg(biggest < 32 * 1024 * 1024, "WAL grew to %lld bytes",
+                  (long long)biggest);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     BATCHES * N);
+    aur__journal_close(j);
+    /* the last close checkpoints; the WAL file stays (persistent WAL:
+     * the next open need not create it and sync a new header), no
+     * bigger than it ever was */
+    ck_assert_int_eq(stat(wal, &st), 0);
+    ck_assert_int_le(st.st_size, biggest);
+}
+END_TEST
+
 #define THREADS 8
 #define PER_THREAD 500
 
@@ -261,6 +389,9 @@ Suite *journal_batch_suite(void)
     tcase_add_test(tc, batch_mixed);
     tcase_add_test(tc, batch_storage_failure_undoes_all);
     tcase_add_test(tc, batch_large_sequences_dense);
+    tcase_add_test(tc, batch_chunks_with_repeats);
+    if (!on_pg())
+        tcase_add_test(tc, sqlite_wal_stays_bounded);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("concurrency");

@@ -424,6 +424,40 @@ START_TEST(commit_mapping_exact)
 }
 END_TEST
 
+/* The data object prints (as the journal stores it) exactly as json-c
+ * prints the same tree built key by key, also for a kind that needs
+ * escaping: a commit made by an earlier version compares equal byte for
+ * byte, and the tree and its text agree. */
+START_TEST(commit_data_text_exact)
+{
+    static const char kind[] = "qq.\"quoted\"\\kind/\xc3\xa9";
+    static const char data[] =
+        "{\"f\":1.5,\"a\":[1,{\"x\":null}],\"s\":\"a/b\\u00e9\\n\\\"\","
+        "\"t\":true,\"o\":{}}";
+    void *s = world_session(PKG);
+    struct aur_error err;
+    struct json_object *o = json_object_new_object();
+
+    ck_assert_int_eq(
+        notify(s, EV_METHOD,
+               EV(D_ID, D_SC, "\"qq.\\\"quoted\\\"\\\\kind/\xc3\xa9\"", D_AT,
+                  D_SU, ",\"data\":{\"f\":1.5,\"a\":[1,{\"x\":null}],"
+                        "\"s\":\"a/b\\u00e9\\n\\\"\",\"t\":true,\"o\":{}}"),
+               1, &err),
+        AUR_OK);
+    ck_assert_uint_eq(ncommits, 1);
+    json_object_object_add(o, "event_id", json_object_new_string("ev-1"));
+    json_object_object_add(o, "event_kind", json_object_new_string(kind));
+    json_object_object_add(o, "data", json_tokener_parse(data));
+    ck_assert_str_eq(commits[0].data_text,
+                     json_object_to_json_string_ext(
+                         o, JSON_C_TO_STRING_PLAIN |
+                                JSON_C_TO_STRING_NOSLASHESCAPE));
+    ck_assert(json_object_equal(commits[0].data, o));
+    json_object_put(o);
+}
+END_TEST
+
 START_TEST(app_scope_collapses_and_data_defaults)
 {
     void *s = world_session(PKG);
@@ -628,6 +662,7 @@ static Suite *we_suite(void)
     tc = tcase_create("commit");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, commit_mapping_exact);
+    tcase_add_test(tc, commit_data_text_exact);
     tcase_add_test(tc, app_scope_collapses_and_data_defaults);
     tcase_add_test(tc, idempotent_by_event_id);
     suite_add_tcase(su, tc);

@@ -129,6 +129,8 @@ static int store(const struct aur_commit *c, struct aur_error *err)
     r->n_scopes = n;
     /* A deep copy: the plugin may drop its references. */
     r->data = json_tokener_parse(json_object_to_json_string(c->data));
+    r->data_text = strdup(json_object_to_json_string_ext(
+        c->data, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     return AUR_OK;
 }
 

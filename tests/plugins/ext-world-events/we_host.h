@@ -53,6 +53,7 @@ struct rec {
     char *scopes[4];
     size_t n_scopes;
     struct json_object *data;
+    char *data_text; /* c->data as the journal prints it */
 };
 
 /* The store and the writer's counters (hmu guards them while a session

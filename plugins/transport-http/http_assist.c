@@ -31,8 +31,6 @@
 
 #include <stdlib.h>
 
-#include <openssl/err.h>
-
 /* How long a caller turns its own POST before a worker takes over: a
  * no-op call over keep-alive HTTPS on loopback takes 0.5 to 2 ms. */
 #define ASSIST_MS 5
@@ -70,20 +68,6 @@ static bool hand_off_locked(struct aur_conn *c)
     return true;
 }
 
-/* The assisted POST has ended (its sink calls made): free the handles
- * for the next caller and the slot for the queue. */
-static void release(struct aur_conn *c, struct http_run *r)
-{
-    struct http_job *j = r->j;
-
-    http_run_free(r);
-    pthread_mutex_lock(&c->mu);
-    c->assist_busy = false;
-    http_unrun_locked(c, j);
-    pthread_mutex_unlock(&c->mu);
-    http_job_free(j);
-}
-
 bool http_assist(struct aur_conn *c, struct http_job *j)
 {
     struct http_run *r;
@@ -106,18 +90,6 @@ bool http_assist(struct aur_conn *c, struct http_job *j)
             return true;
         (void)http_run_step(r, -1);
     }
-    release(c, r);
+    http_assist_end(c, r);
     return true;
-}
-
-void http_adopt_locked(struct aur_conn *c)
-{
-    struct http_run *r = c->assist_run;
-
-    c->adopt = false;
-    pthread_mutex_unlock(&c->mu);
-    ERR_clear_error(); /* this thread's queue: tls_fd_errno reads it */
-    (void)http_run_step(r, -1);
-    release(c, r);
-    pthread_mutex_lock(&c->mu);
 }

@@ -251,6 +251,9 @@ bool http_start_worker_locked(struct aur_conn *c);
 /* Caller holds c->mu: j (queued or assisted) ends; wakes a worker if
  * queued POSTs waited for its slot. */
 void http_unrun_locked(struct aur_conn *c, struct http_job *j);
+/* The caller-run POST r ended (its sink calls made; c->mu not held):
+ * its handles and its slot are free again.  Frees r's job. */
+void http_assist_end(struct aur_conn *c, struct http_run *r);
 /* Mark the jobs of list with this id cancelled; whether there was one. */
 bool http_abort_in(struct http_job *list, struct json_object *id);
 
@@ -358,8 +361,6 @@ void http_xfer_after(struct http_xfer *x);
  * calling thread when it may.  True: j taken and c->mu released; false:
  * nothing done (c->mu still held), queue it. */
 bool http_assist(struct aur_conn *c, struct http_job *j);
-/* A worker with c->mu held: finish an assisted run handed to the pool. */
-void http_adopt_locked(struct aur_conn *c);
 
 /* ---- http_trust.c --------------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <json-c/json.h>
+#include <openssl/err.h>
 
 #define MAX_STREAMS 4
 
@@ -56,6 +57,34 @@ void http_unrun_locked(struct aur_conn *c, struct http_job *j)
         pthread_cond_broadcast(&c->cv);
 }
 
+/* The caller-run POST (http_assist.c) has ended, its sink calls made:
+ * free the handles for the next caller and the slot for the queue. */
+void http_assist_end(struct aur_conn *c, struct http_run *r)
+{
+    struct http_job *j = r->j;
+
+    http_run_free(r);
+    pthread_mutex_lock(&c->mu);
+    c->assist_busy = false;
+    http_unrun_locked(c, j);
+    pthread_mutex_unlock(&c->mu);
+    http_job_free(j);
+}
+
+/* A worker finishes the caller-run POST handed to the pool.  c->mu held;
+ * released while the transfer runs. */
+static void adopt_locked(struct aur_conn *c)
+{
+    struct http_run *r = c->assist_run;
+
+    c->adopt = false;
+    pthread_mutex_unlock(&c->mu);
+    ERR_clear_error(); /* this thread's queue: tls_fd_errno reads it */
+    (void)http_run_step(r, -1);
+    http_assist_end(c, r);
+    pthread_mutex_lock(&c->mu);
+}
+
 /* A pool worker: runs queued POSTs until close, and finishes the assisted
  * POST a caller handed over (http_assist.c) first, even when closing (it
  * is cancelled then, and ends at once).  While a barrier job runs no other
@@ -78,7 +107,7 @@ static void *worker_main(void *arg)
             c->idle--;
         }
         if (c->adopt) {
-            http_adopt_locked(c);
+            adopt_locked(c);
             continue;
         }
         if (c->closing)

@@ -299,6 +299,43 @@ START_TEST(sqlite_wal_stays_bounded)
 }
 END_TEST
 
+/* The WAL file stays between runs (persistent WAL), so the last close
+ * must still copy every commit into the database file itself: the file
+ * alone, without its -wal and -shm, holds them all. */
+START_TEST(sqlite_close_checkpoints_into_the_file)
+{
+    struct aur__journal *j = open_ok();
+    char copy[300], id[16], buf[65536];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    FILE *in, *out;
+    size_t n;
+
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof id, "c%d", i);
+        append_ok(j, id, "all", NULL);
+    }
+    aur__journal_close(j);
+    snprintf(copy, sizeof copy, "%s.copy", dbpath);
+    ck_assert_ptr_nonnull(in = fopen(dbpath, "rb"));
+    ck_assert_ptr_nonnull(out = fopen(copy, "wb"));
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    ck_assert_int_eq(fclose(out), 0);
+    ck_assert_int_eq(sqlite3_open_v2(copy, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM"
+                                            " world_commits", -1, &st, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int64(st, 0), 20);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    unlink(copy);
+}
+END_TEST
+
 #define THREADS 8
 #define PER_THREAD 500
 
@@ -390,8 +427,10 @@ Suite *journal_batch_suite(void)
     tcase_add_test(tc, batch_storage_failure_undoes_all);
     tcase_add_test(tc, batch_large_sequences_dense);
     tcase_add_test(tc, batch_chunks_with_repeats);
-    if (!on_pg())
+    if (!on_pg()) {
         tcase_add_test(tc, sqlite_wal_stays_bounded);
+        tcase_add_test(tc, sqlite_close_checkpoints_into_the_file);
+    }
     suite_add_tcase(s, tc);
 
     tc = tcase_create("concurrency");

@@ -53,14 +53,14 @@ static int put_quoted(struct aur__buf *o, const char *str, size_t n,
     if ((rc = put(o, "\"", 1, err)) != AUR_OK)
         return rc;
     while (i < n) {
-        /* Bytes that go out unchanged are copied as one run. */
+        /* Bytes that go out unchanged are copied as one run: printable
+         * ASCII through the parser's table, UTF-8 checked sequence by
+         * sequence. */
         for (run = i; run < n;) {
-            if (s[run] < 0x20 || s[run] == '"' || s[run] == '\\')
-                break;
-            if (s[run] < 0x80) {
+            while (run < n && aur__json_plain_byte[s[run]])
                 run++;
-                continue;
-            }
+            if (run == n || s[run] < 0x80)
+                break;
             k = aur__utf8_next(s + run, n - run, NULL);
             if (k == 0)
                 return aur_fail(err, AUR_E_INVAL, 0,

@@ -171,6 +171,29 @@ START_TEST(batch_large_sequences_dense)
 }
 END_TEST
 
+/* c[0..n): ids "<prefix>c<i>" (into ids), kind "k", source "s", the
+ * one scope "all"; v[i] points at c[i]. */
+static void plain_batch(struct aur_commit *c, const struct aur_commit **v,
+                        char (*ids)[24], int n, const char *prefix,
+                        const char *summary)
+{
+    static const char *const all[] = {"all"};
+
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%sc%d", prefix, i);
+        c[i] = (struct aur_commit){
+            .struct_size = sizeof c[i],
+            .commit_id = ids[i],
+            .kind = "k",
+            .source = "s",
+            .summary = summary,
+            .scopes = all,
+            .n_scopes = 1,
+        };
+        v[i] = &c[i];
+    }
+}
+
 /* Batches long enough for the multi-row inserts (journal_sqlite_append.c
  * inserts whole chunks and, when one holds an id already present or
  * repeated, goes row by row): every answer is what the row-by-row path
@@ -180,28 +203,15 @@ START_TEST(batch_chunks_with_repeats)
 {
     struct aur__journal *j = open_ok();
     enum { N = 100 };
-    static const char *const all[] = {"all"};
     static struct aur_commit c[N];
     static const struct aur_commit *v[N];
     static int res[N];
-    static char ids[N][16];
+    static char ids[N][24];
     struct aur_error err;
     int i;
 
     append_ok(j, "c40", "all", NULL);
-    for (i = 0; i < N; i++) {
-        snprintf(ids[i], sizeof ids[i], "c%d", i);
-        c[i] = (struct aur_commit){
-            .struct_size = sizeof c[i],
-            .commit_id = ids[i],
-            .kind = "k",
-            .source = "s",
-            .summary = "summary",
-            .scopes = all,
-            .n_scopes = 1,
-        };
-        v[i] = &c[i];
-    }
+    plain_batch(c, v, ids, N, "", "summary");
     /* c40 is present (its chunk fails); c70 comes again at 75 (same
      * content) and c10 at 80 (other content) */
     c[40].kind = "mcp.event.received";
@@ -252,7 +262,6 @@ START_TEST(sqlite_wal_stays_bounded)
     struct aur__journal *j = open_ok();
     /* about 1200 WAL pages a batch: the fourth passes 4000 */
     enum { BATCHES = 16, N = 500, SUMMARY = 8000 };
-    static const char *const sc[] = {"all"};
     static struct aur_commit c[N];
     static const struct aur_commit *v[N];
     static int res[N];
@@ -264,19 +273,9 @@ START_TEST(sqlite_wal_stays_bounded)
     memset(summary, 's', SUMMARY);
     snprintf(wal, sizeof wal, "%s-wal", dbpath);
     for (int b = 0; b < BATCHES; b++) {
-        for (int i = 0; i < N; i++) {
-            snprintf(ids[i], sizeof ids[i], "b%d:c%d", b, i);
-            c[i] = (struct aur_commit){
-                .struct_size = sizeof c[i],
-                .commit_id = ids[i],
-                .kind = "k",
-                .source = "s",
-                .summary = summary,
-                .scopes = sc,
-                .n_scopes = 1,
-            };
-            v[i] = &c[i];
-        }
+        char prefix[16];
+        snprintf(prefix, sizeof prefix, "b%d:", b);
+        plain_batch(c, v, ids, N, prefix, summary);
         ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err),
                          AUR_OK);
         if (stat(wal, &st) == 0 && st.st_size > biggest)

@@ -99,8 +99,7 @@ int aur__app_result(struct aur__app *app, struct aur__pending *p,
     struct json_object *reply = NULL, *v;
     int rc;
 
-    if (end)
-        memset(end, 0, sizeof *end);
+    /* end: aur__rpc_wait fills it on every path */
     rc = aur__rpc_wait(app->rpc, p, dl, false, &reply, end, err);
     if (rc != AUR_OK)
         return rc;

@@ -55,6 +55,13 @@ static const char *const migrations[] = {
 
 #define PAGE_COLS "seq, commit_id, kind, source, summary, occurred_at, data"
 
+/* The one-row and multi-row inserts share their heads. */
+#define COMMIT_INTO                                                         \
+    "INSERT INTO world_commits(commit_id, kind, source, summary,"          \
+    " occurred_at, data) VALUES "
+#define SCOPE_INTO                                                          \
+    "INSERT INTO world_commit_scopes(commit_seq, scope, sequence) VALUES "
+
 static const char *const stmt_sql[AUR__JST_N] = {
     [AUR__JST_BEGIN] = "BEGIN IMMEDIATE",
     [AUR__JST_COMMIT] = "COMMIT",
@@ -66,22 +73,17 @@ static const char *const stmt_sql[AUR__JST_N] = {
     /* Not OR IGNORE (which would save the look-up before it): an ignored
      * insert still uses up an AUTOINCREMENT value, and seq must stay
      * dense. */
-    [AUR__JST_INSERT] = "INSERT INTO world_commits(commit_id, kind, source,"
-                        " summary, occurred_at, data)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [AUR__JST_INSERT] = COMMIT_INTO "(?1, ?2, ?3, ?4, ?5, ?6)",
     /* VALUES with a scalar subquery, not INSERT ... SELECT: reading the
      * table being inserted into makes SQLite buffer the SELECT in an
      * ephemeral table, which cost more than the rest of the insert */
     [AUR__JST_INSERT_SCOPE] =
-        "INSERT INTO world_commit_scopes(commit_seq, scope, sequence)"
-        " VALUES (?1, ?2, (SELECT COALESCE(MAX(sequence), 0) + 1"
+        SCOPE_INTO "(?1, ?2, (SELECT COALESCE(MAX(sequence), 0) + 1"
         " FROM world_commit_scopes WHERE scope = ?2))",
     /* a batch reads each scope's max once and counts on from there */
     [AUR__JST_SCOPE_MAX] = "SELECT COALESCE(MAX(sequence), 0)"
                            " FROM world_commit_scopes WHERE scope = ?1",
-    [AUR__JST_INSERT_AT] =
-        "INSERT INTO world_commit_scopes(commit_seq, scope, sequence)"
-        " VALUES (?1, ?2, ?3)",
+    [AUR__JST_INSERT_AT] = SCOPE_INTO "(?1, ?2, ?3)",
     [AUR__JST_COUNT] = "SELECT COUNT(*) FROM world_commits",
     [AUR__JST_MAX_SEQ] = "SELECT COALESCE(MAX(seq), 0) FROM world_commits",
     [AUR__JST_PAGE] = "SELECT " PAGE_COLS " FROM world_commits"
@@ -95,7 +97,7 @@ static const char *const stmt_sql[AUR__JST_N] = {
      * rows_sql when first needed */
 };
 
-/* "<head> VALUES <tuple>,<tuple>,..." with n tuples (malloc'd), or NULL:
+/* "<head><tuple>,<tuple>,..." with n tuples (malloc'd), or NULL:
  * the multi-row forms of AUR__JST_INSERT and AUR__JST_INSERT_AT. */
 static char *rows_sql(const char *head, const char *tuple, size_t n)
 {
@@ -134,13 +136,9 @@ int aur__jsqlite_need(struct aur__jsqlite *j, unsigned mask,
         if (!(mask & AUR__JST_BIT(i)) || j->st[i])
             continue;
         if (i == AUR__JST_INSERT_ROWS)
-            sql = own = rows_sql("INSERT INTO world_commits(commit_id, kind,"
-                                 " source, summary, occurred_at, data)"
-                                 " VALUES ", "(?,?,?,?,?,?)", AUR__JSQ_ROWS);
+            sql = own = rows_sql(COMMIT_INTO, "(?,?,?,?,?,?)", AUR__JSQ_ROWS);
         else if (i == AUR__JST_INSERT_AT_ROWS)
-            sql = own = rows_sql("INSERT INTO world_commit_scopes("
-                                 "commit_seq, scope, sequence) VALUES ",
-                                 "(?,?,?)", AUR__JSQ_SCOPE_ROWS);
+            sql = own = rows_sql(SCOPE_INTO, "(?,?,?)", AUR__JSQ_SCOPE_ROWS);
         if (!sql)
             return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
         src = sqlite3_prepare_v3(j->db, sql, -1, SQLITE_PREPARE_PERSISTENT,

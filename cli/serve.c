@@ -10,13 +10,18 @@
  *   - a name that would be cut as a C string ("op" or "tool" holding
  *     U+0000) is refused as bad_request with the request's id, never
  *     truncated into another name;
- *   - a call over the limits: WORKERS run at once, MAX_QUEUED more wait,
- *     past that it is answered busy;
+ *   - a call over the limits: WORKERS in flight at once, MAX_QUEUED more
+ *     wait, past that it is answered busy;
  *   - once shutdown has begun (the shutdown op, EOF, SIGINT or SIGTERM)
  *     every later line is answered shutting_down until serve exits; calls
  *     still queued when a signal comes are answered shutting_down too (a
  *     signal closes the Apps, so calls in flight answer unknown).
  * What a line asks for is read by serve_request.c; this file answers it.
+ *
+ * A call is started with aur_mcp_call_start: the thread that runs it
+ * returns as soon as the request is sent, and its answer is written by
+ * call_done on the thread that learns the outcome (the App's I/O thread
+ * mostly), so no thread is parked, and none woken, per call in flight.
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
@@ -43,6 +48,7 @@
 #define MAX_LINE (64u << 20)
 
 struct job {
+    struct server *s;
     struct json_object *id;
     char *tool;
     struct json_object *args;
@@ -50,7 +56,7 @@ struct job {
 };
 
 /* What wakes a thread parked in epoll_wait. */
-enum { EV_STDIN = 1, EV_PASS, EV_STOP };
+enum { EV_STDIN = 1, EV_PASS, EV_STOP, EV_QUEUE };
 
 /*
  * Leader/follower with the reader role as a token that lives in an epoll
@@ -67,13 +73,13 @@ enum { EV_STDIN = 1, EV_PASS, EV_STOP };
  * call (up to MAX_QUEUED) and keeps reading, so the other ops are still
  * answered while every worker is busy.
  *
- * The pool grows to WORKERS + 1 threads as calls need them (the reader's
- * role needs one more than the calls), so the limit is not the thread
- * count: running counts the
- * calls in aur_mcp_call_jsonc, and a thread starts a call (its own or a queued
- * one) only while running < WORKERS.  After the end of input the reader
- * is a worker like the others, and without that count it ran a queued
- * call as the 65th.
+ * The pool grows to at most WORKERS + 1 threads (a send can wait for a
+ * server that does not read, so the reader's role is handed on before a
+ * call is started), but the limit is not the thread count: running
+ * counts the calls started and not yet answered, and a thread starts a
+ * call (its own or a queued one) only while running < WORKERS.  A call
+ * that ends while calls are queued wakes a parked thread for them
+ * (queue_fd; once requests have ended, q_cv).
  *
  * When requests end (ended), the main thread takes stdin over as soon as
  * no thread leads, and answers every further line shutting_down until the
@@ -84,10 +90,11 @@ struct server {
     struct aur_mcp *h;
     pthread_mutex_t mu; /* down to signalled */
     pthread_cond_t end_cv; /* the main thread, for ended and !leading */
+    pthread_cond_t q_cv;   /* once ended: a call ended, queued may start */
     struct job *head, *tail;
     size_t queued;
     size_t idle;
-    size_t running; /* calls in aur_mcp_call_jsonc, at most WORKERS */
+    size_t running; /* calls started and not yet answered, <= WORKERS */
     size_t live;    /* worker threads that have not returned */
     /* The pool grows as calls arrive (grow), to WORKERS + 1: threads that
      * are never needed cost memory (a stack each) for nothing. */
@@ -98,6 +105,7 @@ struct server {
     bool signalled;
     pthread_mutex_t out_mu;
     int ep, pass_fd, done_fd;
+    int queue_fd; /* (EPOLLONESHOT) a call ended, queued may start */
     bool stdin_watched; /* false: a file, always readable */
     /* stdin, touched only by the token holder (main's, once ended) */
     char *buf;
@@ -180,25 +188,68 @@ static void refuse_job(struct server *s, struct job *j)
     drop_job(j);
 }
 
-static void run_job(struct server *s, struct job *j)
+static void answer_call(struct server *s, struct json_object *id,
+                        const struct aur_tool_output *out)
 {
-    struct aur_tool_output out = {.struct_size = sizeof out};
-
     char *line;
     size_t len;
 
-    aur_mcp_call_jsonc(s->h, j->tool, j->args, -1, &out);
-    if ((line = cli_call_answer(j->id, &out, &len))) {
+    if ((line = cli_call_answer(id, out, &len))) {
         pthread_mutex_lock(&s->out_mu);
         fwrite(line, 1, len, stdout);
         fflush(stdout);
         pthread_mutex_unlock(&s->out_mu);
         free(line);
     } else {
-        respond(s, j->id, cli_output_json(&out), NULL, NULL);
+        respond(s, id, cli_output_json(out), NULL, NULL);
     }
-    aur_tool_output_clear(&out);
+}
+
+/* A call is over (answered, mu not held): it no longer counts, a queued
+ * one may start, and serve may be done. */
+static void call_over(struct server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->running--;
+    if (s->ended)
+        pthread_cond_broadcast(&s->q_cv); /* a slot, or nothing left */
+    else if (s->head && s->running < WORKERS)
+        poke(s->queue_fd);
+    if (s->ended && s->running == 0 && s->live == 0)
+        poke(s->done_fd);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* aur_mcp_call_start's done: on the thread that learnt the outcome (the
+ * App's, mostly), so it only writes the answer and counts. */
+static void call_done(void *ud, const struct aur_tool_output *out)
+{
+    struct job *j = ud;
+    struct server *s = j->s;
+
+    answer_call(s, j->id, out);
     drop_job(j);
+    call_over(s);
+}
+
+/* Start a call counted in running: its answer comes from call_done, or
+ * here when the host does not take it. */
+static void run_job(struct server *s, struct job *j)
+{
+    struct aur_error err;
+    int rc;
+
+    j->s = s;
+    rc = aur_mcp_call_start_jsonc(s->h, j->tool, j->args, -1, call_done, j,
+                                  &err);
+    if (rc == AUR_OK)
+        return; /* j is call_done's (it may have run already) */
+    if (rc == AUR_E_STATE)
+        respond(s, j->id, NULL, "shutting_down", k_shutting_down);
+    else
+        respond(s, j->id, NULL, "busy", err.msg);
+    drop_job(j);
+    call_over(s);
 }
 
 /* A call job from a checked request, or NULL (answered here). */
@@ -424,6 +475,7 @@ static void end_requests(struct server *s, bool signalled)
     s->ended = true;
     s->signalled = s->signalled || signalled;
     pthread_cond_broadcast(&s->end_cv);
+    pthread_cond_broadcast(&s->q_cv);
     wake_all();
 }
 
@@ -525,10 +577,14 @@ static void *worker(void *arg)
         if (s->head && s->running < WORKERS) {
             j = dequeue(s);
             s->running++;
+            if (s->ended && !s->head)
+                pthread_cond_broadcast(&s->q_cv); /* the others may go */
         } else if (s->ended) {
-            /* Queued calls left wait for a running one to finish: its
-             * thread takes them. */
-            break;
+            /* Queued calls left wait for a running one to end. */
+            if (!s->head)
+                break;
+            pthread_cond_wait(&s->q_cv, &s->mu);
+            continue;
         } else {
             s->idle++;
             pthread_mutex_unlock(&s->mu);
@@ -537,6 +593,18 @@ static void *worker(void *arg)
             s->idle--;
             if (got < 0 && errno == EINTR)
                 continue;
+            if (got == 1 && ev.data.u32 == EV_QUEUE) {
+                /* Emptied before it is armed again: a poke after this
+                 * wakes a thread again. */
+                struct epoll_event q = {EPOLLIN | EPOLLONESHOT,
+                                        {.u32 = EV_QUEUE}};
+                uint64_t n;
+                if (read(s->queue_fd, &n, sizeof n) < 0) {
+                    /* already empty */
+                }
+                epoll_ctl(s->ep, EPOLL_CTL_MOD, s->queue_fd, &q);
+                continue;
+            }
             if (got != 1 || ev.data.u32 == EV_STOP) {
                 /* A signal, or an epoll failure: end as on a signal
                  * rather than spin on it. */
@@ -555,9 +623,8 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
         run_job(s, j);
         pthread_mutex_lock(&s->mu);
-        s->running--;
     }
-    if (--s->live == 0)
+    if (--s->live == 0 && s->running == 0)
         poke(s->done_fd);
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -637,6 +704,8 @@ static void close_fds(struct server *s)
         close(s->pass_fd);
     if (s->done_fd >= 0)
         close(s->done_fd);
+    if (s->queue_fd >= 0)
+        close(s->queue_fd);
     close(stop_fd);
     close(sig_fd);
     stop_fd = sig_fd = -1;
@@ -651,11 +720,14 @@ static int setup_epoll(struct server *s)
     struct epoll_event stop = {EPOLLIN, {.u32 = EV_STOP}};
     struct epoll_event pass = {EPOLLONESHOT, {.u32 = EV_PASS}};
     struct epoll_event in = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_STDIN}};
+    struct epoll_event queue = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_QUEUE}};
 
     if ((s->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (s->pass_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         (s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (s->queue_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, stop_fd, &stop) != 0 ||
+        epoll_ctl(s->ep, EPOLL_CTL_ADD, s->queue_fd, &queue) != 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, s->pass_fd, &pass) != 0)
         return -1;
     if (epoll_ctl(s->ep, EPOLL_CTL_ADD, 0, &in) == 0) {
@@ -677,7 +749,7 @@ int cli_serve(const char *dir)
     int rc;
 
     memset(&s, 0, sizeof s);
-    s.ep = s.pass_fd = s.done_fd = -1;
+    s.ep = s.pass_fd = s.done_fd = s.queue_fd = -1;
     /* serve's own descriptors come before the Apps': a host that runs
      * out of them does so while starting an App, which names the App,
      * not after a start that went well. */
@@ -718,6 +790,7 @@ int cli_serve(const char *dir)
         raise(early);
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.end_cv, NULL);
+    pthread_cond_init(&s.q_cv, NULL);
     pthread_mutex_init(&s.out_mu, NULL);
     {
         /* Before any thread can read a request and answer it. */

@@ -341,6 +341,37 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
                        int64_t timeout_ms, aur_call_done_fn *done, void *ud,
                        struct aur_error *err);
 
+/*
+ * aur_mcp_call_async without a thread per call: the request is sent on
+ * the calling thread, and done(ud, out) runs exactly once, when the
+ * outcome is known, on the thread that learns it:
+ *   - the App's I/O thread that read the answer (or this thread, when a
+ *     transport reads a quick answer while it sends, or the outcome is
+ *     known before anything is sent: an unknown tool, an App that is not
+ *     connected, a send that failed);
+ *   - the host's call clock thread, for a call whose deadline passed
+ *     (unknown: it was sent), or that the App's close or loss ended.
+ * So done must be quick and must not block: it runs where that App's
+ * next answers are read, and until it returns they wait.  It must not
+ * call any aur_mcp_* function (hand the outcome to your own loop).  out
+ * is borrowed for the callback.  Outcomes are those of aur_mcp_call,
+ * decided by the same code.
+ * A call the host cannot run this way runs as aur_mcp_call_async runs it
+ * (a call thread, the same rules for done): when an extension of the App
+ * classifies results, when calls are recorded in the journal, or while
+ * the App's max_in_flight calls are already out.
+ * The send itself may wait, at most until the call's deadline, when the
+ * App does not read its requests (a full pipe): call it from a thread
+ * that may wait that long, not from a loop that serves other work.
+ * Returns as aur_mcp_call_async does (AUR_OK: done runs, exactly once,
+ * at the latest before aur_mcp_shutdown returns; anything else: nothing
+ * sent, done never runs).  Any thread once started.
+ */
+int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
+                       const char *args_json, size_t args_len,
+                       int64_t timeout_ms, aur_call_done_fn *done, void *ud,
+                       struct aur_error *err);
+
 /* The status document as JSON text (the discover output without "tools"
  * when with_tools == 0) into *json (free with aur_free; *len bytes).
  * Any thread. */

@@ -52,6 +52,13 @@ int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
                        struct json_object *arguments, int64_t timeout_ms,
                        struct aur_tool_output *out);
 
+/* aur_mcp_call_start with arguments as a tree: borrowed, only read, and
+ * not kept after it returns (NULL = {}); it must be an object. */
+int aur_mcp_call_start_jsonc(struct aur_mcp *h, const char *tool_id,
+                             struct json_object *arguments,
+                             int64_t timeout_ms, aur_call_done_fn *done,
+                             void *ud, struct aur_error *err);
+
 /* aur_mcp_status as a new, unshared tree (transfer). */
 struct json_object *aur_mcp_status_jsonc(struct aur_mcp *h, int with_tools);
 

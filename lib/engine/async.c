@@ -110,10 +110,7 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
                        struct aur_error *err)
 {
     struct json_object *args;
-    struct aur__async *a;
-    struct job *j = NULL;
-    bool closed = false;
-    int rc = AUR_OK;
+    int rc;
 
     if (!h || !tool_id || !done)
         return aur_fail(err, AUR_E_INVAL, 0, "a call needs a host, a tool "
@@ -122,6 +119,18 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
         return aur_fail(err, AUR_E_STATE, 0, "host is not running");
     if ((rc = aur__call_args(args_json, args_len, &args, err)) != AUR_OK)
         return rc;
+    return aur__async_submit(h, tool_id, args, timeout_ms, done, ud, err);
+}
+
+int aur__async_submit(struct aur_mcp *h, const char *tool_id,
+                      struct json_object *args, int64_t timeout_ms,
+                      aur_call_done_fn *done, void *ud, struct aur_error *err)
+{
+    struct aur__async *a;
+    struct job *j = NULL;
+    bool closed = false;
+    int rc = AUR_OK;
+
     if (!(a = pool(h, &closed)) || !(j = calloc(1, sizeof *j)) ||
         !(j->tool_id = strdup(tool_id))) {
         free(j);

@@ -143,11 +143,14 @@ static int resolve_scopes(struct aur__tool *t, struct json_object *args,
  * and it may be shared with other threads).  The raw name needs no
  * escaping: its grammar is [A-Za-z][A-Za-z0-9_-]*.  Small requests are
  * put together on the stack.
+ * pre: a handle from aur__rpc_pending_new to send, or NULL for a new
+ * one with a waiter.
  */
 static int send_call(struct aur__app *app, struct aur__rpc *rpc,
                      struct aur__tool *t, struct json_object *args,
-                     bool text_ok, aur_deadline dl, struct aur__pending **p,
-                     bool *maybe_sent, struct aur_error *err)
+                     bool text_ok, aur_deadline dl, struct aur__pending *pre,
+                     struct aur__pending **p, bool *maybe_sent,
+                     struct aur_error *err)
 {
     static const char k_name[] = "{\"name\":\"", k_args[] = "\",\"arguments\":",
                       k_meta[] = ",\"_meta\":";
@@ -182,8 +185,14 @@ static int send_call(struct aur__app *app, struct aur__rpc *rpc,
     *w++ = '}';
     *w = '\0';
     free(argtext);
-    rc = aur__rpc_request_text(rpc, "tools/call", params, n, text_ok, dl, p,
-                               maybe_sent, err);
+    if (pre) {
+        *p = pre;
+        rc = aur__rpc_request_pending(rpc, pre, "tools/call", params, n, dl,
+                                      maybe_sent, err);
+    } else {
+        rc = aur__rpc_request_text(rpc, "tools/call", params, n, text_ok, dl,
+                                   p, maybe_sent, err);
+    }
     if (params != local)
         free(params);
     return rc;
@@ -277,85 +286,109 @@ static void record_call(struct aur__tool *t, struct json_object *args,
     free(summary);
 }
 
-static void call_app(struct aur__tool *t, struct json_object *args,
-                     int64_t timeout_ms, struct aur_tool_output *out)
+bool aur__call_fast_ok(const struct aur__app *app)
+{
+    return !app->mcp->cfg->record_calls && reply_as_text_ok(app);
+}
+
+int aur__call_enter(struct aur__tool *t, struct json_object *args,
+                    int64_t timeout_ms, bool wait, struct aur__call *c,
+                    struct aur_tool_output *out)
 {
     struct aur__app *app = t->app;
-    static const char *const reply_keys[] = {"error", "result"};
-    struct json_object *reply = NULL, *res, *m[2];
-    struct aur__rpc_end end;
-    char *text = NULL;
-    size_t tlen = 0;
-    bool has[2], maybe_sent, gated = false;
-    struct aur__pending *p = NULL;
-    struct aur__rpc *rpc = NULL;
-    struct aur_error err;
-    aur_deadline dl;
-    int64_t t0;
-    int rc;
+    bool open;
 
+    *c = (struct aur__call){.t = t, .app = app};
     pthread_mutex_lock(&app->mu);
     if (app->state == AUR__S_READY && !app->disconnected && !app->closing &&
         app->rpc) {
-        rpc = app->rpc;
+        c->rpc = app->rpc;
         app->inflight++;
     }
     pthread_mutex_unlock(&app->mu);
-    if (!rpc) {
+    if (!c->rpc) {
         aur__out_set(out, AUR_CALL_FAILED,
                      "MCP App is not connected; the call was not sent");
         record_call(t, args, out, 0);
-        return;
+        return 0;
     }
     /* Never longer than the App's timeout: shutdown waits that long for
      * calls in flight before it frees the connection. */
     if (timeout_ms < 0 || timeout_ms > app->cfg->timeout_ms)
         timeout_ms = app->cfg->timeout_ms;
-    t0 = aur__now_ms();
-    dl = t0 + timeout_ms;
+    c->t0 = aur__now_ms();
+    c->dl = c->t0 + timeout_ms;
     /* max_in_flight: later calls queue here, unsent, until one ends; a
      * call still queued at its deadline or at close was never sent. */
     pthread_mutex_lock(&app->mu);
-    while (app->calls_sent >= app->cfg->budgets.in_flight && !app->closing &&
-           !app->disconnected &&
-           aur__cond_wait_until(&app->cv, &app->mu, dl) == 0)
+    while (wait && app->calls_sent >= app->cfg->budgets.in_flight &&
+           !app->closing && !app->disconnected &&
+           aur__cond_wait_until(&app->cv, &app->mu, c->dl) == 0)
         ;
-    gated = app->calls_sent < app->cfg->budgets.in_flight && !app->closing &&
-            !app->disconnected;
-    if (gated)
+    open = !app->closing && !app->disconnected;
+    c->gated = open && app->calls_sent < app->cfg->budgets.in_flight;
+    if (c->gated)
         app->calls_sent++;
+    else if (!wait && open) {
+        app->inflight--; /* a full gate: the caller runs it another way */
+        pthread_cond_broadcast(&app->cv);
+    }
     pthread_mutex_unlock(&app->mu);
-    if (!gated) {
-        aur__out_set(out, AUR_CALL_FAILED,
-                     "MCP call not sent: %s", app->closing || app->disconnected
-                     ? "the App closed while the call waited for a slot"
-                     : "max_in_flight calls of this App were still running "
-                     "at the call's deadline");
-        goto out;
-    }
+    if (c->gated)
+        return 1;
+    if (!wait && open)
+        return -1;
+    aur__out_set(out, AUR_CALL_FAILED,
+                 "MCP call not sent: %s", !open
+                 ? "the App closed while the call waited for a slot"
+                 : "max_in_flight calls of this App were still running "
+                 "at the call's deadline");
+    aur__call_leave(c, args, out);
+    return 0;
+}
+
+int aur__call_send(struct aur__call *c, struct json_object *args,
+                   struct aur__pending *pre, struct aur__pending **p,
+                   struct aur_tool_output *out)
+{
+    struct aur__app *app = c->app;
+    struct aur_error err;
+    bool maybe_sent;
+    int rc;
+
     aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s",
-             t->raw_name);
-    rc = send_call(app, rpc, t, args, reply_as_text_ok(app), dl, &p,
-                   &maybe_sent, &err);
-    if (rc == AUR_E_NOMEM) {
+             c->t->raw_name);
+    rc = send_call(app, c->rpc, c->t, args, reply_as_text_ok(app), c->dl,
+                   pre, p, &maybe_sent, &err);
+    if (rc == AUR_E_NOMEM)
         aur__out_nomem(out, maybe_sent ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED);
-        goto out;
-    }
-    if (rc != AUR_OK) {
+    else if (rc != AUR_OK && maybe_sent)
         /* Only a send that provably wrote nothing is "not sent". */
-        if (maybe_sent)
-            aur__out_set(out, AUR_CALL_UNKNOWN, "MCP call may have been partly "
-                         "sent (%s); its effect is unknown", err.msg);
-        else
-            aur__out_set(out, AUR_CALL_FAILED, "MCP call not sent: %s",
-                         err.msg);
-        goto out;
-    }
-    rc = aur__rpc_wait_text(rpc, p, dl, true, &reply, &text, &tlen, &end,
-                            &err);
+        aur__out_set(out, AUR_CALL_UNKNOWN, "MCP call may have been partly "
+                     "sent (%s); its effect is unknown", err.msg);
+    else if (rc != AUR_OK)
+        aur__out_set(out, AUR_CALL_FAILED, "MCP call not sent: %s", err.msg);
+    return rc;
+}
+
+void aur__call_outcome(struct aur__call *c, struct aur__pending *p,
+                       struct aur_tool_output *out)
+{
+    static const char *const reply_keys[] = {"error", "result"};
+    struct json_object *reply = NULL, *res, *m[2];
+    struct aur__app *app = c->app;
+    struct aur__rpc_end end;
+    struct aur_error err;
+    char *text = NULL;
+    size_t tlen = 0;
+    bool has[2];
+    int rc;
+
+    rc = aur__rpc_wait_text(c->rpc, p, c->dl, true, &reply, &text, &tlen,
+                            &end, &err);
     if (rc != AUR_OK) {
-        map_no_reply(rpc, p, rc, &end, &err, out);
-        goto out;
+        map_no_reply(c->rpc, p, rc, &end, &err, out);
+        return;
     }
     if (text) { /* a plain success, read from the text */
         aur__call_map_text(text, tlen, out);
@@ -366,26 +399,45 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     if (has[0])
         aur__call_map_rpc_error(reply, end.http_status, out);
     else if (json_object_is_type(res, json_type_object))
-        aur__call_map_result(t, res, out);
+        aur__call_map_result(c->t, res, out);
     else
         aur__out_set(out, AUR_CALL_UNKNOWN,
                 "MCP call result cannot be confirmed: result is not an object");
 mapped:
+    json_object_put(reply);
     /* budget (lib/engine/budget.c): max_result_bytes */
     aur__call_result_budget(app, out);
     aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s done: %s",
-             t->raw_name, aur_call_status_word(out->status));
-out:
-    json_object_put(reply);
+             c->t->raw_name, aur_call_status_word(out->status));
+}
+
+void aur__call_leave(struct aur__call *c, struct json_object *args,
+                     const struct aur_tool_output *out)
+{
+    struct aur__app *app = c->app;
+
     /* While still counted in flight: close waits for that before it lets
      * the journal go. */
-    record_call(t, args, out, aur__now_ms() - t0);
+    record_call(c->t, args, out, aur__now_ms() - c->t0);
     pthread_mutex_lock(&app->mu);
-    if (gated)
+    if (c->gated)
         app->calls_sent--;
     app->inflight--;
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
+}
+
+static void call_app(struct aur__tool *t, struct json_object *args,
+                     int64_t timeout_ms, struct aur_tool_output *out)
+{
+    struct aur__pending *p = NULL;
+    struct aur__call c;
+
+    if (aur__call_enter(t, args, timeout_ms, true, &c, out) != 1)
+        return;
+    if (aur__call_send(&c, args, NULL, &p, out) == AUR_OK)
+        aur__call_outcome(&c, p, out);
+    aur__call_leave(&c, args, out);
 }
 
 int aur__call_args(const char *args_json, size_t args_len,
@@ -412,15 +464,14 @@ int aur__call_args(const char *args_json, size_t args_len,
     return AUR_OK;
 }
 
-void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
-                    struct json_object *args, int64_t timeout_ms,
-                    struct aur_tool_output *out)
+bool aur__call_prepare(struct aur__tool *t, struct json_object *args,
+                       struct aur_tool_output *out)
 {
     struct aur_error err;
-    (void)mcp;
+
     if (!t->app) {
         aur__builtin_run(t, args, out);
-        return;
+        return false;
     }
     aur_error_clear(&err);
     if (resolve_scopes(t, args, out, &err) != AUR_OK) {
@@ -429,7 +480,7 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
         else
             aur__out_set(out, AUR_CALL_FAILED,
                          "MCP tool scope resolution failed: %s", err.msg);
-        return;
+        return false;
     }
     if (t->task_required) {
         /* The host speaks no tasks: such a call could only end unknown. */
@@ -437,9 +488,37 @@ void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                      "MCP tool requires task-based execution "
                      "(execution.taskSupport = required), which this host "
                      "does not support; the call was not sent");
-        return;
+        return false;
     }
-    call_app(t, args, timeout_ms, out);
+    return true;
+}
+
+void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
+                    struct json_object *args, int64_t timeout_ms,
+                    struct aur_tool_output *out)
+{
+    (void)mcp;
+    if (aur__call_prepare(t, args, out))
+        call_app(t, args, timeout_ms, out);
+}
+
+struct aur__tool *aur__call_lookup(struct aur_mcp *h, const char *tool_id,
+                                   struct aur_tool_output *out)
+{
+    /* Shutdown may run while calls still arrive (serve on SIGTERM). */
+    bool active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
+    struct aur__tool *t = active && tool_id ? aur__registry_find(h, tool_id)
+                                            : NULL;
+    const char *near;
+
+    if (t || !out)
+        return t;
+    near = active && tool_id ? aur__registry_suggest(h, tool_id) : NULL;
+    aur__out_set(out, AUR_CALL_FAILED, "%s: %s%s%s%s",
+                 active ? "unknown tool id" : "host is not running",
+                 tool_id ? tool_id : "(null)", near ? " (did you mean " : "",
+                 near ? near : "", near ? "?)" : "");
+    return NULL;
 }
 
 int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
@@ -453,19 +532,7 @@ int aur_mcp_call_jsonc(struct aur_mcp *h, const char *tool_id,
                      "tool arguments must be a JSON object");
         return AUR_E_INVAL;
     }
-    /* Shutdown may run while calls still arrive (serve on SIGTERM). */
-    bool active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
-    t = active && tool_id ? aur__registry_find(h, tool_id) : NULL;
-    if (!t) {
-        const char *near =
-            active && tool_id ? aur__registry_suggest(h, tool_id) : NULL;
-        aur__out_set(out, AUR_CALL_FAILED, "%s: %s%s%s%s",
-                     active ? "unknown tool id" : "host is not running",
-                     tool_id ? tool_id : "(null)",
-                     near ? " (did you mean " : "", near ? near : "",
-                     near ? "?)" : "");
-    } else {
+    if ((t = aur__call_lookup(h, tool_id, out)))
         aur__tool_call(h, t, arguments, timeout_ms, out);
-    }
     return aur__out_is_nomem(out) ? AUR_E_NOMEM : AUR_OK;
 }

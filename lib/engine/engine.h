@@ -145,6 +145,7 @@ struct aur_mcp {
     struct aur__log *log; /* this host's (log.h) */
     struct aur__async *async; /* async.c's pool, made on first use */
     bool async_closed;        /* shutdown began: no pool is made (mu) */
+    struct aur__clock *clock; /* call_start.c's, made on first use */
     struct aur_host host; /* the vtable handed to plugins */
     struct aur__plugin_set plugins;
     struct aur_self *selves; /* one per plugin */
@@ -340,6 +341,19 @@ void aur__serr_fill(struct aur_startup_error *serr, int rc, const char *app,
 #define AUR__ASYNC_QUEUE 4096
 void aur__async_stop(struct aur_mcp *h);
 void aur__async_join(struct aur_mcp *h);
+/* A call for the pool (args: transfer, NULL = {}), aur_mcp_call_async's
+ * rules and return codes.  Any thread. */
+int aur__async_submit(struct aur_mcp *h, const char *tool_id,
+                      struct json_object *args, int64_t timeout_ms,
+                      aur_call_done_fn *done, void *ud, struct aur_error *err);
+
+/* call_start.c: aur_mcp_call_start (args borrowed, NULL = {}, already
+ * checked to be an object); join: after the Apps closed, the clock
+ * thread ends (every call it kept has ended by then).  Owner thread. */
+int aur__call_start(struct aur_mcp *h, const char *tool_id,
+                    struct json_object *args, int64_t timeout_ms,
+                    aur_call_done_fn *done, void *ud, struct aur_error *err);
+void aur__clock_join(struct aur_mcp *h);
 
 /* builtin.c: run builtin tool t (t->app NULL) with args (borrowed, NULL =
  * {}) into out.  Any thread. */
@@ -355,6 +369,50 @@ int aur__call_args(const char *args_json, size_t args_len,
 void aur__tool_call(struct aur_mcp *mcp, struct aur__tool *t,
                     struct json_object *args, int64_t timeout_ms,
                     struct aur_tool_output *out);
+
+/*
+ * One call to an App, in steps that the blocking call (call.c) and the
+ * one without a waiter (call_start.c) share, so both decide outcomes with
+ * the same code.  Any thread; out writable, the caller's.
+ */
+struct aur__call {
+    struct aur__tool *t;
+    struct aur__app *app;
+    struct aur__rpc *rpc; /* counted in app->inflight until leave */
+    aur_deadline dl;
+    int64_t t0;
+    bool gated; /* counted in app->calls_sent until leave */
+};
+/* tool_id in the frozen registry, or NULL (out, may be NULL, says why:
+ * an unknown id, with a near one, or a host that is not running). */
+struct aur__tool *aur__call_lookup(struct aur_mcp *h, const char *tool_id,
+                                   struct aur_tool_output *out);
+/* Before a call goes to its App: a builtin runs here, scopes resolve into
+ * out, a task-only tool is refused.  false: it ended here (out says how). */
+bool aur__call_prepare(struct aur__tool *t, struct json_object *args,
+                       struct aur_tool_output *out);
+/* Whether a call to app may end on the thread that reads its answer: no
+ * extension classifies results and calls are not recorded. */
+bool aur__call_fast_ok(const struct aur__app *app);
+/* A place for the call: 1 = go (send, then leave); 0 = it ended here
+ * (out filled, left); -1 = only with !wait: max_in_flight calls are out,
+ * nothing is counted, out untouched. */
+int aur__call_enter(struct aur__tool *t, struct json_object *args,
+                    int64_t timeout_ms, bool wait, struct aur__call *c,
+                    struct aur_tool_output *out);
+/* Send the request (pre: an aur__rpc_pending_new handle, or NULL for a
+ * new one into *p).  Not AUR_OK: out says how it ended (failed only when
+ * nothing can have left). */
+int aur__call_send(struct aur__call *c, struct json_object *args,
+                   struct aur__pending *pre, struct aur__pending **p,
+                   struct aur_tool_output *out);
+/* The outcome of a sent call into out, waiting until c->dl for it (a
+ * handle that has ended does not wait); p is released. */
+void aur__call_outcome(struct aur__call *c, struct aur__pending *p,
+                       struct aur_tool_output *out);
+/* The call is over: recorded (args borrowed, may be NULL), uncounted. */
+void aur__call_leave(struct aur__call *c, struct json_object *args,
+                     const struct aur_tool_output *out);
 
 /* call_result.c.  out is writable and owned by the caller; any thread. */
 /* Every field of out zero but the caller's struct_size. */

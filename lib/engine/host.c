@@ -267,6 +267,7 @@ void aur_mcp_shutdown(struct aur_mcp *h)
     if (h->apps)
         aur__close_all(h, AUR__CLOSE_GRACE_MS);
     aur__async_join(h); /* the calls in flight ended with the Apps */
+    aur__clock_join(h);
     aur__journal_close(h->journal);
     h->journal = NULL;
 }

@@ -248,32 +248,39 @@ static int send_text(struct aur__rpc *r, const char *method,
     return rc;
 }
 
-/*
- * One request.  *maybe_sent (may be NULL) says, on failure, whether the
- * transport may have written any of it: only AUR_E_NOT_SENT from the
- * transport, or a refusal before the transport saw it, says no.
- */
-static int request(struct aur__rpc *r, const char *method,
-                   struct json_object *params, const char *params_json,
-                   size_t params_len, const char *sid, bool detached,
-                   bool text_ok, aur_deadline dl, struct aur__pending **out,
-                   bool *maybe_sent, struct aur_error *err)
+static struct aur__pending *pending_alloc(const char *sid, bool detached,
+                                          bool text_ok)
 {
     struct aur__pending *p = calloc(1, sizeof *p);
-    struct json_object *msg;
-    int rc;
 
-    if (maybe_sent)
-        *maybe_sent = false;
     if (!p || (sid && !(p->sid = strdup(sid)))) {
         free(p);
-        json_object_put(params);
-        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+        return NULL;
     }
     aur__mono_cond_init(&p->cv);
     p->refs = 1;
     p->detached = detached;
     p->text_ok = text_ok;
+    return p;
+}
+
+/*
+ * Put p in the table and send its request.  *maybe_sent (may be NULL)
+ * says, on failure, whether the transport may have written any of it:
+ * only AUR_E_NOT_SENT from the transport, or a refusal before the
+ * transport saw it, says no.  On failure p is out of the table again.
+ */
+static int send_pending(struct aur__rpc *r, struct aur__pending *p,
+                        const char *method, struct json_object *params,
+                        const char *params_json, size_t params_len,
+                        aur_deadline dl, bool *maybe_sent,
+                        struct aur_error *err)
+{
+    struct json_object *msg;
+    int rc;
+
+    if (maybe_sent)
+        *maybe_sent = false;
     pthread_mutex_lock(&r->mu);
     if (r->cancelled || r->closed || r->npending >= r->lim.max_pending) {
         rc = r->cancelled ? aur_fail(err, AUR_E_CANCELLED, 0, "cancelled")
@@ -282,25 +289,23 @@ static int request(struct aur__rpc *r, const char *method,
                                      "too many outstanding requests (%zu)",
                                      r->lim.max_pending);
         pthread_mutex_unlock(&r->mu);
-        aur__rpc_pending_free(p);
         json_object_put(params);
         return rc;
     }
-    if (sid) {
-        p->id = json_object_new_string(sid);
+    if (p->sid) {
+        p->id = json_object_new_string(p->sid);
     } else {
         p->num = r->next_id++;
         p->id = json_object_new_int64(p->num);
     }
     if (!p->id) {
         pthread_mutex_unlock(&r->mu);
-        aur__rpc_pending_free(p);
         json_object_put(params);
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     }
     /* In the table before the bytes leave: the reply may beat send(). */
     aur__rpc_table_add(r, p);
-    if (detached) {
+    if (p->detached) {
         p->dnext = r->detached;
         r->detached = p;
     }
@@ -324,13 +329,80 @@ static int request(struct aur__rpc *r, const char *method,
         pthread_mutex_lock(&r->mu);
         aur__rpc_table_remove(r, p);
         pthread_mutex_unlock(&r->mu);
-        if (!detached)
+    }
+    return rc;
+}
+
+/* One request with a waiter (or detached): send_pending's rules. */
+static int request(struct aur__rpc *r, const char *method,
+                   struct json_object *params, const char *params_json,
+                   size_t params_len, const char *sid, bool detached,
+                   bool text_ok, aur_deadline dl, struct aur__pending **out,
+                   bool *maybe_sent, struct aur_error *err)
+{
+    struct aur__pending *p = pending_alloc(sid, detached, text_ok);
+    int rc;
+
+    if (maybe_sent)
+        *maybe_sent = false;
+    if (!p) {
+        json_object_put(params);
+        return aur_fail(err, AUR_E_NOMEM, 0, "out of memory");
+    }
+    rc = send_pending(r, p, method, params, params_json, params_len, dl,
+                      maybe_sent, err);
+    if (rc != AUR_OK) {
+        /* A detached one that got into the table stays on r->detached,
+         * freed at close. */
+        if (!detached || !p->id)
             aur__rpc_pending_free(p);
         return rc;
     }
     if (out)
         *out = p;
     return AUR_OK;
+}
+
+int aur__rpc_pending_new(bool text_ok, aur__rpc_done_fn *on_done, void *ud,
+                         struct aur__pending **out, struct aur_error *err)
+{
+    struct aur__pending *p = pending_alloc(NULL, false, text_ok);
+
+    if (!(*out = p))
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    p->on_done = on_done;
+    p->ud = ud;
+    return AUR_OK;
+}
+
+int aur__rpc_request_pending(struct aur__rpc *r, struct aur__pending *p,
+                             const char *method, const char *params_json,
+                             size_t params_len, aur_deadline dl,
+                             bool *maybe_sent, struct aur_error *err)
+{
+    int rc;
+
+    /* p may end (on_done, then its collection) while the bytes leave. */
+    aur__rpc_pending_ref(p);
+    rc = send_pending(r, p, method, NULL, params_json, params_len, dl,
+                      maybe_sent, err);
+    aur__rpc_pending_put(p);
+    return rc;
+}
+
+bool aur__rpc_claim(struct aur__pending *p)
+{
+    return __atomic_exchange_n(&p->claimed, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
+void aur__rpc_pending_ref(struct aur__pending *p)
+{
+    __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+}
+
+void aur__rpc_pending_put(struct aur__pending *p)
+{
+    aur__rpc_pending_free(p);
 }
 
 int aur__rpc_request(struct aur__rpc *r, const char *method,

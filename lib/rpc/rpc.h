@@ -214,6 +214,38 @@ int aur__rpc_wait_text(struct aur__rpc *r, struct aur__pending *p,
                        size_t *text_len, struct aur__rpc_end *end,
                        struct aur_error *err);
 
+/*
+ * A request nobody waits on (aur_mcp_call_start): when its response, its
+ * end, or the connection's close, loss or cancel comes, on_done(ud, p,
+ * locked) runs instead of waking a waiter:
+ *   locked false: on the thread that delivered it (the transport's, or
+ *     one inside a send), no lock of this layer held;
+ *   locked true: with r->mu held (close, loss, cancel, reopen): it may
+ *     only hand p on, under a lock of its own that it never holds while
+ *     taking r->mu.
+ * It may run more than once (say, a close after a response): the first
+ * to win aur__rpc_claim(p) ends the call.  Whoever does collects p with
+ * aur__rpc_wait_text (it does not wait then) or aur__rpc_abandon, which
+ * release the one reference *out holds.  Then aur__rpc_request_pending
+ * sends it.  text_ok as for aur__rpc_request_text.
+ */
+typedef void aur__rpc_done_fn(void *ud, struct aur__pending *p, bool locked);
+int aur__rpc_pending_new(bool text_ok, aur__rpc_done_fn *on_done, void *ud,
+                         struct aur__pending **out, struct aur_error *err);
+/* Send p's request (params_json as for aur__rpc_request_text).  From the
+ * moment p is in the table on_done may run, even before this returns.
+ * On failure p is out of the table, *maybe_sent as for _request_text,
+ * and p's end is the caller's to decide (after winning the claim). */
+int aur__rpc_request_pending(struct aur__rpc *r, struct aur__pending *p,
+                             const char *method, const char *params_json,
+                             size_t params_len, aur_deadline dl,
+                             bool *maybe_sent, struct aur_error *err);
+/* true for the first caller only, ever, for p. */
+bool aur__rpc_claim(struct aur__pending *p);
+/* One more reference on p, and its release (any thread). */
+void aur__rpc_pending_ref(struct aur__pending *p);
+void aur__rpc_pending_put(struct aur__pending *p);
+
 /* Forget p: a late response is dropped.  cancel = also tell the server
  * (transport cancel hook, else notifications/cancelled). */
 void aur__rpc_abandon(struct aur__rpc *r, struct aur__pending *p,

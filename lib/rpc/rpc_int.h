@@ -49,6 +49,10 @@ struct aur__pending {
                                 reply that came with a non-2xx status */
     bool in_table;
     bool detached; /* its reply goes to dispatch; freed at close */
+    /* aur__rpc_pending_new: no waiter; its end is told to on_done. */
+    aur__rpc_done_fn *on_done;
+    void *ud;
+    int claimed; /* aur__rpc_claim (atomic) */
     /* 1 (the owner) + 1 while a completion signals after unlocking: the
      * last one out frees. */
     int refs;

@@ -126,7 +126,10 @@ void aur__rpc_fail_all(struct aur__rpc *r, enum aur__pstate s)
             p->state = s;
             p->in_table = false;
             p->next = NULL;
-            pthread_cond_signal(&p->cv);
+            if (p->on_done)
+                p->on_done(p->ud, p, true);
+            else
+                pthread_cond_signal(&p->cv);
         }
         r->table[b] = NULL;
     }
@@ -146,7 +149,10 @@ static void complete(struct aur__rpc *r, struct aur__pending *p,
     __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->mu);
     AUR_PERTURB("rpc.complete");
-    pthread_cond_signal(&p->cv);
+    if (p->on_done)
+        p->on_done(p->ud, p, false); /* the call ends on this thread */
+    else
+        pthread_cond_signal(&p->cv);
     aur__rpc_pending_free(p);
 }
 

@@ -10,6 +10,9 @@
  * the server logs how many bytes of the request it read and how much of
  * the reply it wrote (its log is the truth).
  *
+ * Half the seeds make the call with aur_mcp_call_start (its outcome on
+ * the thread that learns it), half with aur_mcp_call.
+ *
  * Invariant (docs/protocol.md, Calls): the call's outcome is `failed`
  * only if the server read zero bytes of that request, `succeeded` only if the full reply was
  * written (anything else is `unknown`); the call returns within its
@@ -48,12 +51,15 @@ void pt_scen_kill(struct pt_run *r)
         arg_len = 65536 + pt_below(r, 240000);
         break;
     }
+    /* Drawn last, so the draws before it are those of older seeds. */
+    bool started;
     if (strcmp(mode, "mid-read") == 0)
         param = 1 + pt_below(r, 999); /* per mille of the line */
     else if (strcmp(mode, "early") == 0)
         param = pt_below(r, 3000); /* us after the last page */
     else if (strcmp(mode, "after-reply") == 0 && pt_chance(r, 50))
         param = pt_below(r, 2000); /* us after the reply */
+    started = pt_chance(r, 50);
     char *server = pt_bin("bin/aur-perturb-server"), *logpath, *text;
     char seed[32], ts[16], pss[16], pms[16], kl[32], plan[256];
     const char *args[28], *sizeword;
@@ -92,8 +98,9 @@ void pt_scen_kill(struct pt_run *r)
     args[n++] = kl;
     args[n] = NULL;
     pt_add_app(r, "a.ini", PKG, 10, NULL, server, args);
-    snprintf(plan, sizeof plan, "%s kill=%s param=%u args=%zuB(%s)",
-             modern ? "modern" : "legacy", mode, param, arg_len, sizeword);
+    snprintf(plan, sizeof plan, "%s kill=%s param=%u args=%zuB(%s) %s",
+             modern ? "modern" : "legacy", mode, param, arg_len, sizeword,
+             started ? "call_start" : "call");
 
     rc = pt_start(r, &h, &serr, &ms);
     if (rc != AUR_OK) {
@@ -117,7 +124,10 @@ void pt_scen_kill(struct pt_run *r)
     free(big);
     struct aur_tool_output out = {.struct_size = sizeof out};
     int64_t t0 = pt_now_ms();
-    aur_mcp_call_jsonc(h, "aur.mcp." PKG ".effect", a, -1, &out);
+    if (started)
+        pt_call_started(r, h, "aur.mcp." PKG ".effect", a, &out);
+    else
+        aur_mcp_call_jsonc(h, "aur.mcp." PKG ".effect", a, -1, &out);
     int64_t took = pt_now_ms() - t0;
     json_object_put(a);
     enum aur_call_status status = out.status;
@@ -125,6 +135,9 @@ void pt_scen_kill(struct pt_run *r)
     snprintf(content, sizeof content, "%s", out.content ? out.content : "");
     aur_tool_output_clear(&out);
     aur_mcp_destroy(h);
+    if (started && pt_call_started_times() != 1)
+        pt_violation(r, "call-start-callbacks", "[%s] the callback ran %d "
+                     "times", plan, pt_call_started_times());
     bool clean = pt_no_leftovers(r);
 
     text = pt_slurp(logpath);
@@ -142,8 +155,8 @@ void pt_scen_kill(struct pt_run *r)
              parsed ? "died" : "did not die", read_bytes,
              parsed ? reply : "none");
     char cat[96];
-    snprintf(cat, sizeof cat, "%s/%s:%s", mode, sizeword,
-             aur_call_status_word(status));
+    snprintf(cat, sizeof cat, "%s/%s%s:%s", mode, sizeword,
+             started ? "/start" : "", aur_call_status_word(status));
 
     if (!parsed && strcmp(mode, "before") != 0) {
         /* only "before" may outlive a call that was never sent */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -334,4 +335,69 @@ void pt_journal(struct pt_run *r, int64_t after, const char *scope,
     if (rc != AUR_OK)
         pt_violation(r, "journal-unreadable", "aur_journal_dump: %s %s",
                      aur_rc_word(rc), err.msg);
+}
+
+/* The outcome of the one aur_mcp_call_start of a run (each run is a
+ * process of its own), and how often its callback ran. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int times;
+    enum aur_call_status status;
+    char *content;
+} started = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL};
+
+static void started_done(void *ud, const struct aur_tool_output *o)
+{
+    (void)ud;
+    pthread_mutex_lock(&started.mu);
+    if (started.times++ == 0) {
+        started.status = o->status;
+        started.content = strdup(o->content ? o->content : "");
+    }
+    pthread_cond_broadcast(&started.cv);
+    pthread_mutex_unlock(&started.mu);
+}
+
+void pt_call_started(struct pt_run *r, struct aur_mcp *h, const char *tool,
+                     struct json_object *args, struct aur_tool_output *out)
+{
+    struct aur_error err;
+    int64_t until = pt_now_ms() + 30000;
+    int rc = aur_mcp_call_start_jsonc(h, tool, args, -1, started_done, NULL,
+                                      &err);
+
+    out->status = AUR_CALL_FAILED;
+    if (rc != AUR_OK) {
+        pt_violation(r, "call-start-refused", "aur_mcp_call_start: %s: %s",
+                     aur_rc_word(rc), err.msg);
+        out->content = strdup("refused");
+        return;
+    }
+    pthread_mutex_lock(&started.mu);
+    while (started.times == 0 && pt_now_ms() < until) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&started.cv, &started.mu, &ts);
+    }
+    if (started.times == 0) {
+        pthread_mutex_unlock(&started.mu);
+        pt_violation(r, "call-start-no-outcome",
+                     "no outcome 30 s after aur_mcp_call_start");
+        out->content = strdup("no outcome");
+        return;
+    }
+    out->status = started.status;
+    out->content = started.content;
+    started.content = NULL;
+    pthread_mutex_unlock(&started.mu);
+}
+
+int pt_call_started_times(void)
+{
+    pthread_mutex_lock(&started.mu);
+    int n = started.times;
+    pthread_mutex_unlock(&started.mu);
+    return n;
 }

@@ -12,7 +12,8 @@ suites=("$@")
     check_budgets check_ext_world_events_host check_ext_tool_contract
     check_peers check_peers_http check_journal check_journal_pg_ops
     check_config check_jsonx
-    check_oom check_call_reply check_api_text check_async check_rpc_pool)
+    check_oom check_call_reply check_api_text check_async check_call_start
+    check_rpc_pool)
 # Check's per-test timeouts stretch under valgrind; assertions do not.
 export CK_TIMEOUT_MULTIPLIER=6 AUR_TEST_TIME_SCALE=4
 fail=0

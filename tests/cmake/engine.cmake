@@ -24,10 +24,11 @@ if(TARGET aurora-mcp)
   set(AUR_check_calls_SRC lib/engine/check_calls.c)
   set(AUR_check_api_text_SRC lib/engine/check_api_text.c)
   set(AUR_check_async_SRC lib/engine/check_async.c)
+  set(AUR_check_call_start_SRC lib/engine/check_call_start.c)
   set(AUR_check_truth_SRC lib/engine/check_truth.c)
   set(AUR_check_peers_SRC system/check_peers.c)
   foreach(suite check_startup check_calls check_api_text check_async
-          check_peers check_truth)
+          check_call_start check_peers check_truth)
     aur_add_check(${suite} SOURCES ${AUR_${suite}_SRC}
                   LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)

@@ -357,9 +357,10 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
  * is borrowed for the callback.  Outcomes are those of aur_mcp_call,
  * decided by the same code.
  * A call the host cannot run this way runs as aur_mcp_call_async runs it
- * (a call thread, the same rules for done): when an extension of the App
- * classifies results, when calls are recorded in the journal, or while
- * the App's max_in_flight calls are already out.
+ * (a call thread, the same rules for done): a builtin tool, a call to an
+ * App one of whose extensions classifies results, any call while calls
+ * are recorded in the journal, and one that finds the App's
+ * max_in_flight calls already out.
  * The send itself may wait, at most until the call's deadline, when the
  * App does not read its requests (a full pipe): call it from a thread
  * that may wait that long, not from a loop that serves other work.

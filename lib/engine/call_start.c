@@ -388,9 +388,6 @@ int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
     struct json_object *args;
     int rc;
 
-    if (!h || !tool_id || !done)
-        return aur_fail(err, AUR_E_INVAL, 0, "a call needs a host, a tool "
-                        "id and a callback");
     if ((rc = aur__call_args(args_json, args_len, &args, err)) != AUR_OK)
         return rc;
     rc = aur_mcp_call_start_jsonc(h, tool_id, args, timeout_ms, done, ud, err);

@@ -166,7 +166,10 @@ struct aur_mcp {
     size_t nregistry;
     struct aur__scope_view *views; /* of the registry's tools */
 
+    /* Opened by aur_mcp_start while the Apps start; read by other
+     * threads with an acquire load (NULL until then). */
     struct aur__journal *journal;
+    struct aur_error jerr; /* why it could not be opened */
     struct aur_world_writer writer;
     bool have_writer;
     /* The journal's connection as last logged (hostsvc.c: jwatch_mu). */

@@ -241,20 +241,13 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
                   struct aur_error *err)
 {
     struct aur_error local;
-    int rc;
 
     if (!err)
         err = &local; /* the messages still reach *serr */
     if (h->started)
         return aur_fail(err, AUR_E_STATE, 0, "already started");
     h->started = true;
-    if (!h->have_writer) {
-        rc = aur__open_journal(h->cfg, &h->journal, err);
-        if (rc != AUR_OK) {
-            aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
-            return rc;
-        }
-    }
+    /* The journal opens while the Apps start (startup.c). */
     return aur__start_all(h, serr, err);
 }
 

@@ -51,7 +51,7 @@ static void journal_watch(struct aur_mcp *mcp)
     const char *was;
     uint64_t back;
 
-    aur__journal_state(mcp->journal, &st);
+    aur__journal_state(__atomic_load_n(&mcp->journal, __ATOMIC_ACQUIRE), &st);
     if (!st.state)
         return;
     pthread_mutex_lock(&mcp->jwatch_mu);
@@ -75,12 +75,13 @@ static void journal_watch(struct aur_mcp *mcp)
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err)
 {
+    struct aur__journal *j = __atomic_load_n(&mcp->journal, __ATOMIC_ACQUIRE);
     int rc;
     if (mcp->have_writer)
         return mcp->writer.append(mcp->writer.ud, c, err);
-    if (!mcp->journal)
+    if (!j)
         return aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
-    rc = aur__journal_append(mcp->journal, c, NULL, NULL, err);
+    rc = aur__journal_append(j, c, NULL, NULL, err);
     journal_watch(mcp);
     return rc;
 }
@@ -93,13 +94,15 @@ static int host_world_write_batch(struct aur_self *self,
                                   int *results, struct aur_error *err)
 {
     struct aur_mcp *mcp = self ? self->mcp : NULL;
+    struct aur__journal *j =
+        mcp ? __atomic_load_n(&mcp->journal, __ATOMIC_ACQUIRE) : NULL;
     int rc = AUR_OK;
 
     if (n && (!v || !results))
         return aur_fail(err, AUR_E_INVAL, 0, "world write: bad arguments");
     if (!mcp)
         rc = aur_fail(err, AUR_E_STATE, 0, "no world writer");
-    else if (!mcp->have_writer && !mcp->journal)
+    else if (!mcp->have_writer && !j)
         rc = aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
     if (rc != AUR_OK) {
         for (size_t i = 0; i < n; i++)
@@ -107,7 +110,7 @@ static int host_world_write_batch(struct aur_self *self,
         return rc;
     }
     if (!mcp->have_writer) {
-        rc = aur__journal_append_batch(mcp->journal, v, n, results, err);
+        rc = aur__journal_append_batch(j, v, n, results, err);
         journal_watch(mcp);
         return rc;
     }

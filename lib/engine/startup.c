@@ -203,6 +203,11 @@ static void pass_done(struct aur__app *app, int rc, struct aur_error *err)
  * are joined. */
 static void app_failed(struct aur__app *app)
 {
+    /* Cancelled because the journal could not be opened: that is the
+     * start's error, not this App's. */
+    if (app->start_rc == AUR_E_CANCELLED && app->mcp->jerr.code != AUR_OK)
+        snprintf(app->error, sizeof app->error, "cancelled: the world "
+                 "journal could not be opened");
     pthread_mutex_lock(&app->mu);
     app->state = AUR__S_UNAVAILABLE;
     aur__set_str(&app->last_error, app->error);

@@ -381,6 +381,34 @@ START_TEST(cli_without_signal_exits_normally)
 }
 END_TEST
 
+/* ---- a journal that cannot be opened ---------------------------------- */
+
+/* The journal opens while the Apps connect: one that cannot be opened
+ * must still fail the start as journal_error in phase config, promptly
+ * (an App that would hold its startup to the 30 s deadline is
+ * cancelled, not waited for), and leave no App process behind.  Row 0:
+ * the App hangs on its listing; row 1: it starts at once. */
+START_TEST(journal_error_cancels_the_apps)
+{
+    const char *hang[] = {"--hang-at", "list", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h;
+    int64_t t0;
+
+    add_fixture(30, _i == 0 ? hang : NULL);
+    /* data/ is a file: data/world.sqlite3 cannot be made. */
+    h_write(dir, "data", "not a directory\n");
+    t0 = h_now_ms();
+    ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.code, "journal_error");
+    ck_assert_str_eq(serr.phase, "config");
+    ck_assert_ptr_null(strstr(serr.message, "cancelled"));
+    ck_assert_int_lt(h_now_ms() - t0, h_slack(8000));
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+END_TEST
+
 static Suite *faults_suite(void)
 {
     Suite *s = suite_create("faults");
@@ -388,7 +416,8 @@ static Suite *faults_suite(void)
     TCase *io = tcase_create("stdout");
     TCase *ph = tcase_create("phases");
     TCase *sig = tcase_create("signals");
-    TCase *all[] = {mem, io, ph, sig};
+    TCase *jr = tcase_create("journal");
+    TCase *all[] = {mem, io, ph, sig, jr};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
         tcase_add_checked_fixture(all[i], setup, teardown);
         tcase_set_timeout(all[i], 90);
@@ -404,6 +433,7 @@ static Suite *faults_suite(void)
                         (int)(sizeof sig_rows / sizeof *sig_rows));
     tcase_add_loop_test(sig, cli_signal_during_call_is_unknown, 0, 2);
     tcase_add_test(sig, cli_without_signal_exits_normally);
+    tcase_add_loop_test(jr, journal_error_cancels_the_apps, 0, 2);
     return s;
 }
 

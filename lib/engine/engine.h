@@ -198,7 +198,7 @@ struct aur_mcp {
 
 /* hostsvc.c: fill mcp->host. */
 void aur__host_vtable_init(struct aur_mcp *mcp);
-/* host.c: open the journal cfg names, its password from the environment. */
+/* hostsvc.c: open the journal cfg names, its password from the environment. */
 int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
                       struct aur_error *err);
 /* world write through the configured writer (journal or custom). */

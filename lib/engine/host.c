@@ -308,18 +308,6 @@ void aur_mcp_destroy(struct aur_mcp *h)
     free(h);
 }
 
-/* The journal host.ini names, with the password from the variable
- * journal_password_env names (read now, never kept by the core). */
-int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
-                      struct aur_error *err)
-{
-    struct aur__journal_conf conf = {0};
-    if (cfg->journal_password_env)
-        conf.password = getenv(cfg->journal_password_env);
-    conf.wait_ms = cfg->journal_wait_ms;
-    return aur__journal_open(cfg->journal, &conf, out, err);
-}
-
 struct dump_ctx {
     void (*emit)(void *ud, const char *line);
     int (*follow)(void *ud, const char *line);

@@ -1,6 +1,7 @@
 /*
  * hostsvc.c - the struct aur_host vtable handed to plugins, and the world
- * writer behind it (the journal, or the runtime's own).
+ * writer behind it (the journal, or the runtime's own), and the opening
+ * of the journal host.ini names.
  */
 #include "aur_setup.h"
 
@@ -70,6 +71,18 @@ static void journal_watch(struct aur_mcp *mcp)
         aur__log(mcp->log, AUR_LOG_WARN, "journal",
                  "%s: %s for %lld ms, writes wait up to journal_wait_ms: %s",
                  st.target, st.state, (long long)st.down_ms, st.last_error);
+}
+
+/* The journal host.ini names, with the password from the variable
+ * journal_password_env names (read now, never kept by the core). */
+int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
+                      struct aur_error *err)
+{
+    struct aur__journal_conf conf = {0};
+    if (cfg->journal_password_env)
+        conf.password = getenv(cfg->journal_password_env);
+    conf.wait_ms = cfg->journal_wait_ms;
+    return aur__journal_open(cfg->journal, &conf, out, err);
 }
 
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,

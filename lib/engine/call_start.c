@@ -290,6 +290,18 @@ static void send_and_let_go(struct acall *ac, struct json_object *args)
     acall_put(ac);
 }
 
+/* For the pool: a copy of args it owns (never {} for want of memory). */
+static int to_pool(struct aur_mcp *h, const char *tool_id,
+                   struct json_object *args, int64_t timeout_ms,
+                   aur_call_done_fn *done, void *ud, struct aur_error *err)
+{
+    struct json_object *copy = NULL;
+
+    if (args && !(copy = aur__json_copy(args)))
+        return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
+    return aur__async_submit(h, tool_id, copy, timeout_ms, done, ud, err);
+}
+
 int aur__call_start(struct aur_mcp *h, const char *tool_id,
                     struct json_object *args, int64_t timeout_ms,
                     aur_call_done_fn *done, void *ud, struct aur_error *err)
@@ -302,8 +314,7 @@ int aur__call_start(struct aur_mcp *h, const char *tool_id,
 
     t = aur__call_lookup(h, tool_id, NULL);
     if (t && (!t->app || !aur__call_fast_ok(t->app)))
-        return aur__async_submit(h, tool_id, args ? aur__json_copy(args) : NULL,
-                                 timeout_ms, done, ud, err);
+        return to_pool(h, tool_id, args, timeout_ms, done, ud, err);
     if (!(k = clock_of(h, &closed)))
         return closed ? aur_fail(err, AUR_E_STATE, 0, "host is shutting down")
                       : aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
@@ -331,8 +342,7 @@ int aur__call_start(struct aur_mcp *h, const char *tool_id,
         /* max_in_flight calls are out: a call thread waits for a slot. */
         aur_tool_output_clear(&ac->out);
         free(ac);
-        return aur__async_submit(h, tool_id, args ? aur__json_copy(args) : NULL,
-                                 timeout_ms, done, ud, err);
+        return to_pool(h, tool_id, args, timeout_ms, done, ud, err);
     }
     if (aur__rpc_pending_new(true, on_end, ac, &ac->p, err) != AUR_OK) {
         aur__out_nomem(&ac->out, AUR_CALL_FAILED);

@@ -10,8 +10,8 @@
  * whatever the timing was.  The journal is opened by the starting thread
  * while the workers connect (its open is most of a small start's own
  * work), and one that cannot be opened cancels them.  A pool, not a
- * thread per App: a thousand
- * threads all waiting on one condition variable made every start slot
+ * thread per App: a thousand threads all waiting on one condition
+ * variable made every start slot
  * handed out wake all of them, and startup grew with the square of the
  * number of Apps (docs/benchmarks.md).
  *
@@ -442,8 +442,6 @@ static void settle_apps(struct aur_mcp *mcp)
     }
 }
 
-/* The start workers: start_concurrency, fewer when fewer Apps start;
- * *n of them were made (0: not even one). */
 /* The journal host.ini names (none with a runtime's writer), published
  * for the threads that read mcp->journal; why it failed in mcp->jerr. */
 static int open_journal(struct aur_mcp *mcp)
@@ -460,6 +458,8 @@ static int open_journal(struct aur_mcp *mcp)
     return rc;
 }
 
+/* The start workers: start_concurrency, fewer when fewer Apps start;
+ * *n of them were made (0: not even one). */
 static pthread_t *start_workers(struct aur_mcp *mcp, size_t apps, size_t *n)
 {
     size_t want = (size_t)mcp->cfg->start_concurrency;

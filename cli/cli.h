@@ -79,6 +79,33 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
 /* serve.c */
 int cli_serve(const char *dir);
 
+/* serve_input.c: serve's stdin and the lines in it.  Owned by the thread
+ * that holds serve's reader role. */
+#define SERVE_MAX_LINE (64u << 20)
+struct serve_input {
+    char *buf; /* buffered input (transfer: the owner frees it) */
+    size_t n, cap, off, scan;
+    bool dropping; /* skipping the rest of a line over SERVE_MAX_LINE */
+    bool eof;      /* read returned 0 (or failed): never read again */
+};
+/* A line of more than SERVE_MAX_LINE bytes began: answer it once
+ * (bad_request), then ask again; its rest is skipped. */
+#define SERVE_INPUT_TOO_LONG 2
+/*
+ * The next non-empty line of stdin (without LF or a final CR) into *line
+ * (in->buf, valid until the next call) and *len; at EOF a last line
+ * without LF counts too.  1 = a line; SERVE_INPUT_TOO_LONG; 0 = EOF or
+ * an error (in->eof set); -1 = one of wake[0..nwake) is readable, or
+ * nothing came within timeout_ms (-1: no limit), or *budget bytes have
+ * been read (budget NULL: no limit; with *budget 0 only an end of input
+ * already there is read).
+ */
+int serve_input_next(struct serve_input *in, const char **line, size_t *len,
+                     const int *wake, int nwake, int timeout_ms,
+                     size_t *budget);
+/* Whether the buffer already holds the end of a line. */
+bool serve_input_buffered(const struct serve_input *in);
+
 /* ---- serve_request.c: the grammar of one serve request line ---- */
 
 enum serve_op {

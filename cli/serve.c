@@ -16,7 +16,8 @@
  *     every later line is answered shutting_down until serve exits; calls
  *     still queued when a signal comes are answered shutting_down too (a
  *     signal closes the Apps, so calls in flight answer unknown).
- * What a line asks for is read by serve_request.c; this file answers it.
+ * serve_input.c splits stdin into lines, serve_request.c reads what a
+ * line asks for, and this file answers it.
  *
  * A call is started with aur_mcp_call_start: the thread that runs it
  * returns as soon as the request is sent, and its answer is written by
@@ -25,7 +26,6 @@
  */
 #define _GNU_SOURCE 1
 #include "cli.h"
-#include "grow.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -45,7 +45,6 @@
 
 #define WORKERS 64 /* calls that run at once */
 #define MAX_QUEUED 4096 /* calls that wait for one of them */
-#define MAX_LINE (64u << 20)
 
 struct job {
     struct server *s;
@@ -108,10 +107,7 @@ struct server {
     int queue_fd; /* (EPOLLONESHOT) a call ended, queued may start */
     bool stdin_watched; /* false: a file, always readable */
     /* stdin, touched only by the token holder (main's, once ended) */
-    char *buf;
-    size_t n, cap, off, scan;
-    bool dropping;
-    bool eof; /* read returned 0 (or failed): never read again */
+    struct serve_input in;
 };
 
 /* Level-triggered and never drained: once written, every wait ends.
@@ -313,118 +309,6 @@ static void refuse_line(struct server *s, const char *line, size_t len)
     serve_request_clear(&r);
 }
 
-/*
- * The next non-empty line of stdin (without LF or a final CR), valid until
- * the next call; at EOF a last line without LF counts too.  1 = a line,
- * 0 = EOF or an error (s->eof is set), -1 = one of wake[0..nwake) is
- * readable, or nothing was ready within timeout_ms, or *budget bytes have
- * been read (budget NULL: no limit).  We split lines ourselves so a signal
- * can interrupt the wait (poll on stdin and the wake fds).
- */
-static int next_line(struct server *s, const char **line, size_t *len,
-                     const int *wake, int nwake, int timeout_ms,
-                     size_t *budget)
-{
-    for (;;) {
-        while (s->scan < s->n) {
-            char *nl = memchr(s->buf + s->scan, '\n', s->n - s->scan);
-            size_t start = s->off, l;
-
-            if (!nl) {
-                s->scan = s->n;
-                break;
-            }
-            l = (size_t)(nl - s->buf) - start;
-            s->off = s->scan = (size_t)(nl - s->buf) + 1;
-            if (s->dropping) {
-                s->dropping = false;
-                continue;
-            }
-            if (l && s->buf[start + l - 1] == '\r')
-                l--;
-            if (l) {
-                *line = s->buf + start;
-                *len = l;
-                return 1;
-            }
-        }
-        if (s->eof) {
-            /* What is left is a last line without LF: a request too. */
-            size_t start = s->off, l = s->n - s->off;
-            bool drop = s->dropping;
-
-            s->off = s->scan = s->n;
-            s->dropping = false;
-            if (l && s->buf[start + l - 1] == '\r')
-                l--;
-            if (drop || !l)
-                return 0;
-            *line = s->buf + start;
-            *len = l;
-            return 1;
-        }
-        if (s->off) {
-            memmove(s->buf, s->buf + s->off, s->n - s->off);
-            s->n -= s->off;
-            s->scan -= s->off;
-            s->off = 0;
-        }
-        if (s->n == s->cap) {
-            char *g = aur__grow(s->buf, &s->cap, s->n + 1, 1, 0, MAX_LINE);
-            if (g) {
-                s->buf = g;
-            } else if (errno == EFBIG) {
-                /* An endless line: answer once, skip to its end. */
-                respond(s, NULL, NULL, "bad_request", "line too long");
-                s->dropping = true;
-                s->n = s->scan = 0;
-            } else {
-                s->eof = true;
-                return 0;
-            }
-        }
-        struct pollfd p[4] = {{0, POLLIN, 0}};
-        size_t want = s->cap - s->n;
-        ssize_t got;
-        int r;
-        if (budget && *budget == 0) {
-            /* What was counted is read; only an end of input that is
-             * already there (readable, nothing to read) is read still,
-             * so a last line without LF is not lost. */
-            int avail = -1;
-            if (poll(p, 1, 0) != 1 || ioctl(0, FIONREAD, &avail) != 0 ||
-                avail != 0)
-                return -1;
-        } else {
-            for (int i = 0; i < nwake; i++)
-                p[1 + i] = (struct pollfd){wake[i], POLLIN, 0};
-            if ((r = poll(p, (nfds_t)(1 + nwake), timeout_ms)) < 0) {
-                if (errno == EINTR)
-                    continue;
-                s->eof = true;
-                return 0;
-            }
-            for (int i = 0; i < nwake; i++)
-                if (p[1 + i].revents)
-                    return -1;
-            if (r == 0)
-                return -1;
-            if (budget && want > *budget)
-                want = *budget;
-        }
-        got = read(0, s->buf + s->n, want);
-        if (got < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (got <= 0) {
-            s->eof = true;
-            continue; /* a last line without LF */
-        }
-        if (budget)
-            *budget -= (size_t)got < *budget ? (size_t)got : *budget;
-        s->n += (size_t)got;
-    }
-}
-
 /* As the reader: answer lines until one is a call (1, *call set) or the
  * input ends (0: EOF or shutdown, -1: a signal). */
 static int read_request(struct server *s, struct job **call)
@@ -435,19 +319,18 @@ static int read_request(struct server *s, struct job **call)
 
     *call = NULL;
     while (!signal_seen() &&
-           (r = next_line(s, &line, &len, &stop_fd, 1, -1, NULL)) == 1) {
+           (r = serve_input_next(&s->in, &line, &len, &stop_fd, 1, -1,
+                                 NULL)) > 0) {
+        if (r == SERVE_INPUT_TOO_LONG) {
+            respond(s, NULL, NULL, "bad_request", "line too long");
+            continue;
+        }
         if (handle_line(s, line, len, call))
             return 0;
         if (*call)
             return 1;
     }
     return signal_seen() ? -1 : r;
-}
-
-/* Whether the buffer already holds the end of a line. */
-static bool line_buffered(const struct server *s)
-{
-    return s->scan < s->n && memchr(s->buf + s->scan, '\n', s->n - s->scan);
 }
 
 /* Give up the reader role: to the next byte on stdin, or at once to an
@@ -457,7 +340,7 @@ static void release_token(struct server *s)
     struct epoll_event ev = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_PASS}};
     int fd = s->pass_fd;
 
-    if (s->stdin_watched && !line_buffered(s) && !s->eof) {
+    if (s->stdin_watched && !serve_input_buffered(&s->in) && !s->in.eof) {
         ev.data.u32 = EV_STDIN;
         fd = 0;
     }
@@ -657,9 +540,13 @@ static void drain(struct server *s, bool signalled)
             wake[nwake++] = sig_fd;
         if (!done)
             wake[nwake++] = s->done_fd;
-        if (!s->eof) {
-            int r = next_line(s, &line, &len, wake, nwake, done ? 0 : -1,
-                              done ? &budget : NULL);
+        if (!s->in.eof) {
+            int r = serve_input_next(&s->in, &line, &len, wake, nwake,
+                                     done ? 0 : -1, done ? &budget : NULL);
+            if (r == SERVE_INPUT_TOO_LONG) {
+                respond(s, NULL, NULL, "bad_request", "line too long");
+                continue;
+            }
             if (r == 1) {
                 refuse_line(s, line, len);
                 continue;
@@ -686,7 +573,7 @@ static void drain(struct server *s, bool signalled)
         if (readable(s->done_fd)) {
             int avail = 0;
             done = true;
-            if (!s->eof && ioctl(0, FIONREAD, &avail) == 0 && avail > 0)
+            if (!s->in.eof && ioctl(0, FIONREAD, &avail) == 0 && avail > 0)
                 budget = (size_t)avail;
         }
     }
@@ -753,13 +640,13 @@ int cli_serve(const char *dir)
     /* serve's own descriptors come before the Apps': a host that runs
      * out of them does so while starting an App, which names the App,
      * not after a start that went well. */
-    s.cap = 65536;
-    s.buf = malloc(s.cap);
-    if (!s.buf || (stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+    s.in.cap = 65536;
+    s.in.buf = malloc(s.in.cap);
+    if (!s.in.buf || (stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         (sig_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         setup_epoll(&s) != 0) {
         perror("aurora-mcp serve");
-        free(s.buf);
+        free(s.in.buf);
         close_fds(&s);
         return EXIT_RUNTIME;
     }
@@ -780,7 +667,7 @@ int cli_serve(const char *dir)
         pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     }
     if (rc != EXIT_OK) {
-        free(s.buf);
+        free(s.in.buf);
         close_fds(&s);
         return rc;
     }
@@ -840,7 +727,7 @@ int cli_serve(const char *dir)
         pthread_join(s.th[i], NULL);
     aur_mcp_shutdown(s.h);
     aur_mcp_destroy(s.h);
-    free(s.buf);
+    free(s.in.buf);
     close_fds(&s);
     return starved ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -496,6 +496,14 @@ for how in pipe file; do
     expect_eq "$(echo "$out" | grep -c '"status":"succeeded"')" 300 "$how: every call answered"
     expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),"result":{"status":"succeeded","content":"n\1".*/\1/p' | sort -un | wc -l)" 300 "$how: each id once, with its own answer"
 done
+# A line over 64 MiB is answered once as bad_request and skipped to its
+# end; the request after it is still answered.
+out=$({ head -c $((64 * 1024 * 1024 + 10)) /dev/zero | tr '\0' 'x'; echo
+        echo '{"id":7,"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":{"text":"after"}}'
+      } | "$BIN" serve -c "$T/s" 2>/dev/null)
+expect_eq $? 0 "serve after a line too long"
+expect_eq "$(echo "$out" | grep -c '^{"id":null,"error":{"code":"bad_request","message":"line too long"}}')" 1 "line too long answered once"
+expect_has "$out" '{"id":7,"result":{"status":"succeeded","content":"after"' "the request after a line too long"
 # serve writes its answer lines itself: the same bytes as `call` prints,
 # escapes included.
 args='{"text":"q\"b\\s\n\t\u0001/\u00e9\u007f end"}'

@@ -166,10 +166,7 @@ struct aur_mcp {
     size_t nregistry;
     struct aur__scope_view *views; /* of the registry's tools */
 
-    /* Opened by aur_mcp_start while the Apps start; read by other
-     * threads with an acquire load (NULL until then). */
     struct aur__journal *journal;
-    struct aur_error jerr; /* why it could not be opened */
     struct aur_world_writer writer;
     bool have_writer;
     /* The journal's connection as last logged (hostsvc.c: jwatch_mu). */
@@ -198,7 +195,7 @@ struct aur_mcp {
 
 /* hostsvc.c: fill mcp->host. */
 void aur__host_vtable_init(struct aur_mcp *mcp);
-/* hostsvc.c: open the journal cfg names, its password from the environment. */
+/* host.c: open the journal cfg names, its password from the environment. */
 int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
                       struct aur_error *err);
 /* world write through the configured writer (journal or custom). */

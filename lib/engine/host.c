@@ -241,13 +241,20 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
                   struct aur_error *err)
 {
     struct aur_error local;
+    int rc;
 
     if (!err)
         err = &local; /* the messages still reach *serr */
     if (h->started)
         return aur_fail(err, AUR_E_STATE, 0, "already started");
     h->started = true;
-    /* The journal opens while the Apps start (startup.c). */
+    if (!h->have_writer) {
+        rc = aur__open_journal(h->cfg, &h->journal, err);
+        if (rc != AUR_OK) {
+            aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
+            return rc;
+        }
+    }
     return aur__start_all(h, serr, err);
 }
 
@@ -306,6 +313,18 @@ void aur_mcp_destroy(struct aur_mcp *h)
     pthread_cond_destroy(&h->cv);
     pthread_cond_destroy(&h->wcv);
     free(h);
+}
+
+/* The journal host.ini names, with the password from the variable
+ * journal_password_env names (read now, never kept by the core). */
+int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
+                      struct aur_error *err)
+{
+    struct aur__journal_conf conf = {0};
+    if (cfg->journal_password_env)
+        conf.password = getenv(cfg->journal_password_env);
+    conf.wait_ms = cfg->journal_wait_ms;
+    return aur__journal_open(cfg->journal, &conf, out, err);
 }
 
 struct dump_ctx {

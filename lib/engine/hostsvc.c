@@ -1,7 +1,6 @@
 /*
  * hostsvc.c - the struct aur_host vtable handed to plugins, and the world
- * writer behind it (the journal, or the runtime's own), and the opening
- * of the journal host.ini names.
+ * writer behind it (the journal, or the runtime's own).
  */
 #include "aur_setup.h"
 
@@ -52,7 +51,7 @@ static void journal_watch(struct aur_mcp *mcp)
     const char *was;
     uint64_t back;
 
-    aur__journal_state(__atomic_load_n(&mcp->journal, __ATOMIC_ACQUIRE), &st);
+    aur__journal_state(mcp->journal, &st);
     if (!st.state)
         return;
     pthread_mutex_lock(&mcp->jwatch_mu);
@@ -73,28 +72,15 @@ static void journal_watch(struct aur_mcp *mcp)
                  st.target, st.state, (long long)st.down_ms, st.last_error);
 }
 
-/* The journal host.ini names, with the password from the variable
- * journal_password_env names (read now, never kept by the core). */
-int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
-                      struct aur_error *err)
-{
-    struct aur__journal_conf conf = {0};
-    if (cfg->journal_password_env)
-        conf.password = getenv(cfg->journal_password_env);
-    conf.wait_ms = cfg->journal_wait_ms;
-    return aur__journal_open(cfg->journal, &conf, out, err);
-}
-
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err)
 {
-    struct aur__journal *j = __atomic_load_n(&mcp->journal, __ATOMIC_ACQUIRE);
     int rc;
     if (mcp->have_writer)
         return mcp->writer.append(mcp->writer.ud, c, err);
-    if (!j)
+    if (!mcp->journal)
         return aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
-    rc = aur__journal_append(j, c, NULL, NULL, err);
+    rc = aur__journal_append(mcp->journal, c, NULL, NULL, err);
     journal_watch(mcp);
     return rc;
 }
@@ -107,15 +93,13 @@ static int host_world_write_batch(struct aur_self *self,
                                   int *results, struct aur_error *err)
 {
     struct aur_mcp *mcp = self ? self->mcp : NULL;
-    struct aur__journal *j =
-        mcp ? __atomic_load_n(&mcp->journal, __ATOMIC_ACQUIRE) : NULL;
     int rc = AUR_OK;
 
     if (n && (!v || !results))
         return aur_fail(err, AUR_E_INVAL, 0, "world write: bad arguments");
     if (!mcp)
         rc = aur_fail(err, AUR_E_STATE, 0, "no world writer");
-    else if (!mcp->have_writer && !j)
+    else if (!mcp->have_writer && !mcp->journal)
         rc = aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
     if (rc != AUR_OK) {
         for (size_t i = 0; i < n; i++)
@@ -123,7 +107,7 @@ static int host_world_write_batch(struct aur_self *self,
         return rc;
     }
     if (!mcp->have_writer) {
-        rc = aur__journal_append_batch(j, v, n, results, err);
+        rc = aur__journal_append_batch(mcp->journal, v, n, results, err);
         journal_watch(mcp);
         return rc;
     }

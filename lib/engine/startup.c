@@ -7,11 +7,8 @@
  * takes it) for connect + negotiate + listen + every page.  The first
  * failure cancels the others.  Lifecycle commits are written afterwards,
  * per App in config order (lifecycle.c), so the journal reads the same
- * whatever the timing was.  The journal is opened by the starting thread
- * while the workers connect (its open is most of a small start's own
- * work), and one that cannot be opened cancels them.  A pool, not a
- * thread per App: a thousand threads all waiting on one condition
- * variable made every start slot
+ * whatever the timing was.  A pool, not a thread per App: a thousand
+ * threads all waiting on one condition variable made every start slot
  * handed out wake all of them, and startup grew with the square of the
  * number of Apps (docs/benchmarks.md).
  *
@@ -203,11 +200,6 @@ static void pass_done(struct aur__app *app, int rc, struct aur_error *err)
  * are joined. */
 static void app_failed(struct aur__app *app)
 {
-    /* Cancelled because the journal could not be opened: that is the
-     * start's error, not this App's. */
-    if (app->start_rc == AUR_E_CANCELLED && app->mcp->jerr.code != AUR_OK)
-        snprintf(app->error, sizeof app->error, "cancelled: the world "
-                 "journal could not be opened");
     pthread_mutex_lock(&app->mu);
     app->state = AUR__S_UNAVAILABLE;
     aur__set_str(&app->last_error, app->error);
@@ -442,22 +434,6 @@ static void settle_apps(struct aur_mcp *mcp)
     }
 }
 
-/* The journal host.ini names (none with a runtime's writer), published
- * for the threads that read mcp->journal; why it failed in mcp->jerr. */
-static int open_journal(struct aur_mcp *mcp)
-{
-    struct aur__journal *j = NULL;
-    int rc;
-
-    if (mcp->have_writer)
-        return AUR_OK;
-    AUR_PERTURB("startup.journal");
-    rc = aur__open_journal(mcp->cfg, &j, &mcp->jerr);
-    if (rc == AUR_OK)
-        __atomic_store_n(&mcp->journal, j, __ATOMIC_RELEASE);
-    return rc;
-}
-
 /* The start workers: start_concurrency, fewer when fewer Apps start;
  * *n of them were made (0: not even one). */
 static pthread_t *start_workers(struct aur_mcp *mcp, size_t apps, size_t *n)
@@ -482,7 +458,7 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     const char *why = NULL;
     pthread_t *workers = NULL;
     size_t started = 0, nworkers = 0;
-    int rc = AUR_OK, jrc;
+    int rc = AUR_OK;
 
     for (size_t i = 0; i < mcp->napps; i++)
         started += starts(mcp, &mcp->apps[i]);
@@ -490,24 +466,12 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     if (mcp->relist)
         workers = start_workers(mcp, started, &nworkers);
     if (started > 0 && nworkers == 0) {
-        open_journal(mcp); /* shutdown closes what it opens */
         fill_serr(mcp, serr, AUR_E_STARTUP, NULL, "connect",
                   mcp->relist ? "cannot start a thread" : "out of memory");
         free(workers);
         return aur_fail(err, AUR_E_NOMEM, errno, "%s",
                         mcp->relist ? "cannot start a thread"
                                     : "out of memory");
-    }
-    /* While the workers connect: nothing reads the journal before the
-     * startup commits below (what activation lets write waits at the
-     * gate).  One that cannot be opened cancels the Apps. */
-    if ((jrc = open_journal(mcp)) != AUR_OK) {
-        pthread_mutex_lock(&mcp->mu);
-        mcp->cancel = true;
-        pthread_cond_broadcast(&mcp->cv);
-        pthread_cond_broadcast(&mcp->wcv);
-        pthread_mutex_unlock(&mcp->mu);
-        cancel_all(mcp);
     }
     freeze_when_listed(mcp, started);
     pthread_mutex_lock(&mcp->mu);
@@ -517,11 +481,6 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         pthread_join(workers[i], NULL);
     free(workers);
     settle_apps(mcp);
-    if (jrc != AUR_OK) {
-        fill_serr(mcp, serr, AUR_E_JOURNAL, NULL, "config", mcp->jerr.msg);
-        rc = aur_fail(err, jrc, 0, "%s", mcp->jerr.msg);
-        goto fail;
-    }
 
     aur__write_startup_commits(mcp);
     for (size_t i = 0; i < mcp->napps; i++)

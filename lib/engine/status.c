@@ -255,15 +255,14 @@ int aur_mcp_restart_required(struct aur_mcp *h)
  * the runtime brought its own world writer or the host is not started. */
 static void journal_put(struct writer *w, struct aur_mcp *h)
 {
-    struct aur__journal *j = __atomic_load_n(&h->journal, __ATOMIC_ACQUIRE);
     struct aur__jstate st;
     struct json_object *o;
 
-    if (!j) {
+    if (!h->journal) {
         raw(w, ",\"journal\":null");
         return;
     }
-    aur__journal_state(j, &st);
+    aur__journal_state(h->journal, &st);
     o = json_object_new_object();
     if (o) {
         json_object_object_add(o, "backend", json_object_new_string(st.backend));

@@ -383,12 +383,12 @@ END_TEST
 
 /* ---- a journal that cannot be opened ---------------------------------- */
 
-/* The journal opens while the Apps connect: one that cannot be opened
- * must still fail the start as journal_error in phase config, promptly
- * (an App that would hold its startup to the 30 s deadline is
- * cancelled, not waited for), and leave no App process behind.  Row 0:
- * the App hangs on its listing; row 1: it starts at once. */
-START_TEST(journal_error_cancels_the_apps)
+/* A journal that cannot be opened fails the start as journal_error in
+ * phase config, at once (not at the 30 s deadline of an App that would
+ * hang), and leaves no App process behind, whatever the Apps do and
+ * whenever the journal is opened.  Row 0: the App hangs on its listing;
+ * row 1: it starts at once. */
+START_TEST(journal_error_fails_at_once)
 {
     const char *hang[] = {"--hang-at", "list", NULL};
     struct aur_startup_error serr = {.struct_size = sizeof serr};
@@ -433,7 +433,7 @@ static Suite *faults_suite(void)
                         (int)(sizeof sig_rows / sizeof *sig_rows));
     tcase_add_loop_test(sig, cli_signal_during_call_is_unknown, 0, 2);
     tcase_add_test(sig, cli_without_signal_exits_normally);
-    tcase_add_loop_test(jr, journal_error_cancels_the_apps, 0, 2);
+    tcase_add_loop_test(jr, journal_error_fails_at_once, 0, 2);
     return s;
 }
 

@@ -112,14 +112,21 @@ int aur_mcp_call_async(struct aur_mcp *h, const char *tool_id,
     struct json_object *args;
     int rc;
 
+    if ((rc = aur__async_accept(h, tool_id, done, err)) != AUR_OK ||
+        (rc = aur__call_args(args_json, args_len, &args, err)) != AUR_OK)
+        return rc;
+    return aur__async_submit(h, tool_id, args, timeout_ms, done, ud, err);
+}
+
+int aur__async_accept(struct aur_mcp *h, const char *tool_id,
+                      aur_call_done_fn *done, struct aur_error *err)
+{
     if (!h || !tool_id || !done)
         return aur_fail(err, AUR_E_INVAL, 0, "a call needs a host, a tool "
                         "id and a callback");
     if (!__atomic_load_n(&h->active, __ATOMIC_ACQUIRE))
         return aur_fail(err, AUR_E_STATE, 0, "host is not running");
-    if ((rc = aur__call_args(args_json, args_len, &args, err)) != AUR_OK)
-        return rc;
-    return aur__async_submit(h, tool_id, args, timeout_ms, done, ud, err);
+    return AUR_OK;
 }
 
 int aur__async_submit(struct aur_mcp *h, const char *tool_id,

@@ -358,8 +358,9 @@ int aur__call_send(struct aur__call *c, struct json_object *args,
 
     aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "tools/call %s",
              c->t->raw_name);
-    rc = send_call(app, c->rpc, c->t, args, reply_as_text_ok(app), c->dl,
-                   pre, p, &maybe_sent, &err);
+    /* A handle made beforehand has its text_ok already. */
+    rc = send_call(app, c->rpc, c->t, args, pre || reply_as_text_ok(app),
+                   c->dl, pre, p, &maybe_sent, &err);
     if (rc == AUR_E_NOMEM)
         aur__out_nomem(out, maybe_sent ? AUR_CALL_UNKNOWN : AUR_CALL_FAILED);
     else if (rc != AUR_OK && maybe_sent)

@@ -88,6 +88,15 @@ static void unlink_locked(struct aur__clock *k, struct acall *ac)
     ac->linked = false;
 }
 
+/* The outcome is in ac->out: tell, stop counting, let go. */
+static void deliver(struct acall *ac)
+{
+    ac->done(ac->ud, &ac->out);
+    aur__call_leave(&ac->c, NULL, &ac->out);
+    aur_tool_output_clear(&ac->out);
+    acall_put(ac);
+}
+
 /* The caller won the claim: map, tell, stop counting, free. */
 static void finish(struct acall *ac)
 {
@@ -103,10 +112,7 @@ static void finish(struct acall *ac)
     aur__rpc_keep_reply = false;
     aur__call_outcome(&ac->c, ac->p, &ac->out);
     aur__rpc_keep_reply = keep;
-    ac->done(ac->ud, &ac->out);
-    aur__call_leave(&ac->c, NULL, &ac->out);
-    aur_tool_output_clear(&ac->out);
-    acall_put(ac);
+    deliver(ac);
 }
 
 /* rpc.h's on_done: whoever claims first ends the call. */
@@ -280,10 +286,7 @@ static void send_and_let_go(struct acall *ac, struct json_object *args)
         ac->out.content_len = sent.content_len;
         sent.content = NULL;
         aur__rpc_abandon(ac->c.rpc, p, false);
-        ac->done(ac->ud, &ac->out);
-        aur__call_leave(&ac->c, NULL, &ac->out);
-        aur_tool_output_clear(&ac->out);
-        acall_put(ac);
+        deliver(ac);
     }
     aur_tool_output_clear(&sent);
     aur__rpc_pending_put(p);
@@ -346,10 +349,8 @@ int aur__call_start(struct aur_mcp *h, const char *tool_id,
     }
     if (aur__rpc_pending_new(true, on_end, ac, &ac->p, err) != AUR_OK) {
         aur__out_nomem(&ac->out, AUR_CALL_FAILED);
-        ac->done(ac->ud, &ac->out);
-        aur__call_leave(&ac->c, NULL, &ac->out);
-        aur_tool_output_clear(&ac->out);
-        free(ac);
+        ac->refs = 1;
+        deliver(ac);
         return AUR_OK;
     }
     send_and_let_go(ac, args);
@@ -379,14 +380,13 @@ int aur_mcp_call_start_jsonc(struct aur_mcp *h, const char *tool_id,
                              int64_t timeout_ms, aur_call_done_fn *done,
                              void *ud, struct aur_error *err)
 {
-    if (!h || !tool_id || !done)
-        return aur_fail(err, AUR_E_INVAL, 0, "a call needs a host, a tool "
-                        "id and a callback");
+    int rc = aur__async_accept(h, tool_id, done, err);
+
+    if (rc != AUR_OK)
+        return rc;
     if (arguments && !json_object_is_type(arguments, json_type_object))
         return aur_fail(err, AUR_E_INVAL, 0,
                         "tool arguments must be a JSON object (not sent)");
-    if (!__atomic_load_n(&h->active, __ATOMIC_ACQUIRE))
-        return aur_fail(err, AUR_E_STATE, 0, "host is not running");
     return aur__call_start(h, tool_id, arguments, timeout_ms, done, ud, err);
 }
 

@@ -341,6 +341,10 @@ void aur__serr_fill(struct aur_startup_error *serr, int rc, const char *app,
 #define AUR__ASYNC_QUEUE 4096
 void aur__async_stop(struct aur_mcp *h);
 void aur__async_join(struct aur_mcp *h);
+/* What every call without a waiter needs before anything is parsed: a
+ * host that runs, a tool id and a callback.  AUR_OK, or why not. */
+int aur__async_accept(struct aur_mcp *h, const char *tool_id,
+                      aur_call_done_fn *done, struct aur_error *err);
 /* A call for the pool (args: transfer, NULL = {}), aur_mcp_call_async's
  * rules and return codes.  Any thread. */
 int aur__async_submit(struct aur_mcp *h, const char *tool_id,

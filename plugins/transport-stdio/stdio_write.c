@@ -22,9 +22,27 @@
 /* The writer                                                         */
 /* ------------------------------------------------------------------ */
 
-static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
-                     const struct aur_host *h, size_t *done, int *eno)
+/* A write waiting for room in a pipe the App does not read looks at its
+ * connection this often: a stop or close must not wait for the call's
+ * deadline (which may be hours) before it can end the App. */
+#define WRITE_SLICE_MS 50
+
+static bool conn_closing(struct aur_conn *c)
 {
+    bool closing;
+
+    pthread_mutex_lock(&c->mu);
+    closing = c->closing;
+    pthread_mutex_unlock(&c->mu);
+    return closing;
+}
+
+/* AUR_E_CLOSED with *eno ECANCELED: the connection began closing while
+ * the App left no room for the rest of the line. */
+static int write_all(struct aur_conn *c, int fd, const char *buf, size_t len,
+                     aur_deadline dl, size_t *done, int *eno)
+{
+    const struct aur_host *h = c->st->host;
     size_t total = len + 1;
 
     while (*done < total) {
@@ -48,7 +66,11 @@ static int write_all(int fd, const char *buf, size_t len, aur_deadline dl,
             int64_t rem = aur_remaining_ms(h, dl);
             if (rem == 0)
                 return AUR_E_TIMEOUT;
-            poll(&p, 1, rem > INT_MAX ? INT_MAX : (int)rem);
+            if (conn_closing(c)) {
+                *eno = ECANCELED;
+                return AUR_E_CLOSED;
+            }
+            poll(&p, 1, rem > WRITE_SLICE_MS ? WRITE_SLICE_MS : (int)rem);
             continue; /* POLLERR shows up as EPIPE on the next writev */
         }
         *eno = n < 0 ? errno : EIO;
@@ -117,7 +139,7 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
     /* A write to a dead child must not kill the process, whatever the
      * embedding program made of SIGPIPE. */
     aur__nosigpipe_begin(&ns);
-    rc = write_all(ch->in_fd, buf, len, dl, ch->conn->st->host, &done, &eno);
+    rc = write_all(ch->conn, ch->in_fd, buf, len, dl, &done, &eno);
     aur__nosigpipe_end(&ns, rc == AUR_E_CLOSED);
 
     if (rc == AUR_OK)
@@ -139,6 +161,8 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                         pkg,
                         rc == AUR_E_TIMEOUT  ? "App did not read its stdin "
                                                "before the deadline"
+                        : eno == ECANCELED   ? "connection closed while the "
+                                               "App did not read its stdin"
                         : rc == AUR_E_CLOSED ? "App closed its stdin"
                                              : "write to App stdin failed",
                         done, len + 1);
@@ -146,6 +170,9 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
         return aur_fail(err, AUR_E_NOT_SENT, rc,
                         "%s: App did not read its stdin before the deadline",
                         pkg);
+    if (eno == ECANCELED)
+        return aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED,
+                        "%s: connection is closing", pkg);
     if (rc == AUR_E_CLOSED)
         return closed_stdin(ch, dl, EPIPE, "App closed its stdin", err);
     return aur_fail(err, AUR_E_NOT_SENT, eno, "%s: write to App stdin failed",

@@ -34,6 +34,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -55,7 +56,11 @@ struct job {
 };
 
 /* What wakes a thread parked in epoll_wait. */
-enum { EV_STDIN = 1, EV_PASS, EV_STOP, EV_QUEUE };
+enum { EV_STDIN = 1, EV_PASS, EV_STOP, EV_QUEUE, EV_TICK };
+
+/* A reader that keeps the role through a call (below) loses it to an
+ * idle thread once the same call has held it for a whole tick. */
+#define KEEP_TICK_NS 2000000L
 
 /*
  * Leader/follower with the reader role as a token that lives in an epoll
@@ -71,6 +76,16 @@ enum { EV_STDIN = 1, EV_PASS, EV_STOP, EV_QUEUE };
  * thread is idle, or WORKERS calls already run, the reader queues the
  * call (up to MAX_QUEUED) and keeps reading, so the other ops are still
  * answered while every worker is busy.
+ *
+ * A call that is the only one (nothing running, no further line
+ * buffered: the sequential case) is run by the reader without giving the
+ * role up, and the reader reads on when the call's send returns: the
+ * next request then wakes no parked thread, and the reader never has to
+ * run again only to park (one context switch a call less).  A send can
+ * wait for a server that does not read, so the role is not held
+ * unbounded: a periodic timer (tick_fd, armed while calls are kept)
+ * wakes an idle thread, which takes the role from a call it finds kept
+ * at two ticks in a row and hands it on as release_token does.
  *
  * The pool grows to at most WORKERS + 1 threads (a send can wait for a
  * server that does not read, so the reader's role is handed on before a
@@ -100,11 +115,17 @@ struct server {
     pthread_t th[WORKERS + 1];
     size_t nth; /* (mu) threads made */
     bool leading;   /* a thread holds the reader role (in lead) */
+    /* (mu) the call run by a reader that kept the role, 0 when none;
+     * numbered (kept_gen, the last) so a reader can tell its own call
+     * from a later one; kept_seen is kept_gen at the last tick */
+    uint64_t kept, kept_gen, kept_seen;
+    bool tick_armed; /* (mu) tick_fd runs */
     bool ended; /* EOF, shutdown, a signal or a read error */
     bool signalled;
     pthread_mutex_t out_mu;
     int ep, pass_fd, done_fd;
     int queue_fd; /* (EPOLLONESHOT) a call ended, queued may start */
+    int tick_fd;  /* (EPOLLONESHOT) timerfd, see KEEP_TICK_NS */
     bool stdin_watched; /* false: a file, always readable */
     /* stdin, touched only by the token holder (main's, once ended) */
     struct serve_input in;
@@ -378,10 +399,52 @@ static bool grow(struct server *s)
     return true;
 }
 
+/* Run timer_fd every KEEP_TICK_NS, or stop it (mu held). */
+static void set_tick(struct server *s, bool on)
+{
+    struct itimerspec t = {{0, on ? KEEP_TICK_NS : 0},
+                           {0, on ? KEEP_TICK_NS : 0}};
+
+    if (timerfd_settime(s->tick_fd, 0, &t, NULL) == 0)
+        s->tick_armed = on;
+}
+
+/* An idle thread woken by tick_fd (mu held): take the role from a call
+ * kept since the last tick, or stop the timer when no call was kept in
+ * a whole tick (a stream of calls keeps it running: no timerfd_settime
+ * per call). */
+static void tick(struct server *s)
+{
+    struct epoll_event again = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_TICK}};
+    uint64_t n;
+
+    if (read(s->tick_fd, &n, sizeof n) < 0) {
+        /* already read: a stale wake-up */
+    }
+    epoll_ctl(s->ep, EPOLL_CTL_MOD, s->tick_fd, &again);
+    if (s->kept_gen != s->kept_seen) {
+        s->kept_seen = s->kept_gen; /* calls kept since the last tick */
+        return;
+    }
+    if (!s->kept) {
+        set_tick(s, false); /* none for a whole tick */
+        return;
+    }
+    /* The same call since the last tick: its send waits.  The reader
+     * role goes on without it (to the main thread once requests ended). */
+    s->kept = 0;
+    s->leading = false;
+    if (s->ended)
+        pthread_cond_broadcast(&s->end_cv);
+    else
+        release_token(s);
+}
+
 /* With the token (mu held, leading set): read and answer until a call can
- * run on this thread (returned, token released, counted in running) or
- * the input ends (NULL). */
-static struct job *lead(struct server *s)
+ * run on this thread (returned, counted in running) or the input ends
+ * (NULL).  *kept is the call's number when the role stays with this
+ * thread through it (s->kept), else 0 and the token is released. */
+static struct job *lead(struct server *s, uint64_t *kept)
 {
     for (;;) {
         struct job *j;
@@ -404,9 +467,15 @@ static struct job *lead(struct server *s)
             return NULL;
         }
         if (s->running < WORKERS && (s->idle > 0 || grow(s))) {
+            *kept = 0;
+            if (s->running++ == 0 && !serve_input_buffered(&s->in)) {
+                *kept = s->kept = ++s->kept_gen;
+                if (!s->tick_armed)
+                    set_tick(s, true);
+                return j;
+            }
             release_token(s);
             s->leading = false;
-            s->running++;
             return j;
         }
         /* No thread to take the role, or every worker busy: queue it (or
@@ -442,6 +511,7 @@ static struct job *dequeue(struct server *s)
 static void *worker(void *arg)
 {
     struct server *s = arg;
+    uint64_t kept = 0;
 
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -457,6 +527,7 @@ static void *worker(void *arg)
             pthread_mutex_lock(&s->mu);
             continue;
         }
+        kept = 0;
         if (s->head && s->running < WORKERS) {
             j = dequeue(s);
             s->running++;
@@ -476,6 +547,10 @@ static void *worker(void *arg)
             s->idle--;
             if (got < 0 && errno == EINTR)
                 continue;
+            if (got == 1 && ev.data.u32 == EV_TICK) {
+                tick(s);
+                continue;
+            }
             if (got == 1 && ev.data.u32 == EV_QUEUE) {
                 /* Emptied before it is armed again: a poke after this
                  * wakes a thread again. */
@@ -500,12 +575,26 @@ static void *worker(void *arg)
             if (s->ended)
                 continue;
             s->leading = true;
-            if (!(j = lead(s)))
+            if (!(j = lead(s, &kept)))
                 continue;
         }
         pthread_mutex_unlock(&s->mu);
         run_job(s, j);
         pthread_mutex_lock(&s->mu);
+        /* Still the reader, unless a tick took the role meanwhile. */
+        while (kept && s->kept == kept) {
+            s->kept = 0;
+            if (s->ended) {
+                s->leading = false;
+                pthread_cond_broadcast(&s->end_cv);
+                break;
+            }
+            if (!(j = lead(s, &kept)))
+                break;
+            pthread_mutex_unlock(&s->mu);
+            run_job(s, j);
+            pthread_mutex_lock(&s->mu);
+        }
     }
     if (--s->live == 0 && s->running == 0)
         poke(s->done_fd);
@@ -593,6 +682,8 @@ static void close_fds(struct server *s)
         close(s->done_fd);
     if (s->queue_fd >= 0)
         close(s->queue_fd);
+    if (s->tick_fd >= 0)
+        close(s->tick_fd);
     close(stop_fd);
     close(sig_fd);
     stop_fd = sig_fd = -1;
@@ -608,11 +699,15 @@ static int setup_epoll(struct server *s)
     struct epoll_event pass = {EPOLLONESHOT, {.u32 = EV_PASS}};
     struct epoll_event in = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_STDIN}};
     struct epoll_event queue = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_QUEUE}};
+    struct epoll_event tick = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_TICK}};
 
     if ((s->ep = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (s->pass_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         (s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
         (s->queue_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        (s->tick_fd = timerfd_create(CLOCK_MONOTONIC,
+                                     TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+        epoll_ctl(s->ep, EPOLL_CTL_ADD, s->tick_fd, &tick) != 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, stop_fd, &stop) != 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, s->queue_fd, &queue) != 0 ||
         epoll_ctl(s->ep, EPOLL_CTL_ADD, s->pass_fd, &pass) != 0)
@@ -636,7 +731,7 @@ int cli_serve(const char *dir)
     int rc;
 
     memset(&s, 0, sizeof s);
-    s.ep = s.pass_fd = s.done_fd = s.queue_fd = -1;
+    s.ep = s.pass_fd = s.done_fd = s.queue_fd = s.tick_fd = -1;
     /* serve's own descriptors come before the Apps': a host that runs
      * out of them does so while starting an App, which names the App,
      * not after a start that went well. */

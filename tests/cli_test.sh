@@ -446,7 +446,10 @@ out=$(printf '%s\n' '{"id":1e999,"op":"status"}' '{"id":-1e999,"op":"call",'"$fa
     '{"id":{"a":1},"op":"call",'"$fast"'}' \
     '{"id":0.1,"op":"status"}' '{"id":0.25,"op":"call",'"$fast"'}' '{"id":1E2,"op":"nope"}' \
     '{"id":123456789012345678901234567890,"op":"call",'"$fast"'}' '{"id":-7,"op":"nope"}' \
-    '{"id":null,"op":"nope"}' '{"id":"a\u0000b","op":"nope"}' | "$BIN" serve -c "$T/s" 2>/dev/null)
+    '{"id":null,"op":"nope"}' '{"id":"a\u0000b","op":"nope"}' \
+    '{"id":-9223372036854775808,"op":"call",'"$fast"'}' '{"id":0,"op":"call",'"$fast"'}' \
+    '{"id":-70,"op":"call",'"$fast"'}' '{"id":9223372036854775806,"op":"call",'"$fast"'}' \
+    | "$BIN" serve -c "$T/s" 2>/dev/null)
 expect_eq "$(echo "$out" | grep -c '^{"id":null,"error":{"code":"bad_request","message":"\\"id\\" must be')" 6 "bad ids refused"
 case "$out" in *Infinity*|*NaN*) bad "an id echoed as a non-JSON number: $out" ;; *) ok ;; esac
 expect_has "$out" '{"id":0.1,"result":{"apps":[' "id 0.1 (respond path)"
@@ -456,7 +459,10 @@ expect_has "$out" '{"id":123456789012345678901234567890,"result":{"status":"succ
 expect_has "$out" '{"id":-7,"error":{"code":"unknown_op"' "negative id"
 expect_has "$out" '{"id":null,"error":{"code":"unknown_op"' "null id"
 expect_has "$out" '{"id":"a\u0000b","error":{"code":"unknown_op"' "string id with U+0000"
-expect_eq "$(echo "$out" | wc -l)" 14 "one answer per id line"
+for id in -9223372036854775808 0 -70 9223372036854775806; do
+    expect_has "$out" '{"id":'"$id"',"result":{"status":"succeeded"' "integer id $id (call path)"
+done
+expect_eq "$(echo "$out" | wc -l)" 18 "one answer per id line"
 
 # A name that holds U+0000 is refused, never cut at the NUL into another
 # name (t0000 exists: "t0000\u0000x" must not call it; "status\u0000"
@@ -613,6 +619,60 @@ out=$(cat "$T/m/out")
 expect_eq "$(echo "$out" | grep -c '"status":"unknown"')" 2 "max_in_flight: the two sent end unknown"
 expect_eq "$(echo "$out" | grep -c '"status":"failed","content":"MCP call not sent: the App closed while the call waited for a slot"')" 1 "max_in_flight: the waiting one failed, not sent"
 expect_eq "$(leftover "$T/m")" 0 "no child after max_in_flight"
+
+# A call that is the only one is run by the reader, which keeps its role
+# through it (cli/serve.c).  Here that call's send cannot finish: the
+# App answered the call before it and then reads nothing for 5 s, and the
+# call's 512 KiB of arguments fill the pipe.  The role is taken from the
+# waiting send within two ticks (2 ms each), so a status sent meanwhile is
+# answered while the call still waits (before its answer), and the call
+# still succeeds once the App reads again.
+mkcfg "$T/k"
+addapp "$T/k" a.ini org.test.stall 30 --era modern --stall-after-call 5000
+mkfifo "$T/k/in"
+"$BIN" serve -c "$T/k" <"$T/k/in" >"$T/k/out" 2>/dev/null &
+pid=$!
+exec 8>"$T/k/in"
+echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
+for _ in $(seq 100); do grep -q '^{"id":1,' "$T/k/out" 2>/dev/null && break; sleep 0.1; done
+big=$(head -c 524288 /dev/zero | tr '\0' a)
+printf '{"id":2,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$big" >&8
+sleep 0.3 # the send is waiting on the full pipe by now
+echo '{"id":3,"op":"status"}' >&8
+for _ in $(seq 100); do grep -q '^{"id":3,' "$T/k/out" 2>/dev/null && break; sleep 0.1; done
+expect_eq "$(grep -c '^{"id":2,' "$T/k/out")" 0 "kept role: the call's send still waits"
+expect_has "$(grep '^{"id":3,' "$T/k/out")" '"result":{' "kept role: status answered while the send waits"
+exec 8>&-
+wait "$pid"; expect_eq $? 0 "kept role: serve exit"
+out=$(cat "$T/k/out")
+expect_has "$(echo "$out" | grep '^{"id":2,')" '"status":"succeeded"' "kept role: the waiting call succeeds"
+expect_eq "$(echo "$out" | sed -n '2,$p' | sed -n 's/^{"id":\([0-9]*\),.*/\1/p' | tr '\n' ' ')" "1 3 2 " "kept role: answers in the order they could be given"
+expect_eq "$(leftover "$T/k")" 0 "no child after the kept role"
+# The same wait ended by SIGTERM: serve closes the App without waiting
+# for the send (which the App would let go only after 30 s, the call's
+# timeout), the waiting call is answered once, and serve exits within the
+# App's stop escalation.
+mkcfg "$T/k2"
+addapp "$T/k2" a.ini org.test.stall 30 --era modern --stall-after-call 30000
+mkfifo "$T/k2/in"
+"$BIN" serve -c "$T/k2" <"$T/k2/in" >"$T/k2/out" 2>/dev/null &
+pid=$!
+exec 8>"$T/k2/in"
+echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
+for _ in $(seq 100); do grep -q '^{"id":1,' "$T/k2/out" 2>/dev/null && break; sleep 0.1; done
+printf '{"id":2,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$big" >&8
+sleep 0.3
+kill -TERM "$pid"
+for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+    bad "kept role: SIGTERM while the send waits did not end serve in 15 s"
+    kill -KILL "$pid"
+fi
+wait "$pid"; expect_eq $? 0 "kept role: serve exit after SIGTERM"
+exec 8>&-
+expect_eq "$(grep -c '^{"id":2,' "$T/k2/out")" 1 "kept role: the waiting call answered once after SIGTERM"
+expect_has "$(grep '^{"id":2,' "$T/k2/out")" '"status":"unknown"' "kept role: part of the line left: unknown"
+expect_eq "$(leftover "$T/k2")" 0 "no child after SIGTERM in the kept role"
 
 # Calls that cannot be served or queued are answered busy, the rest wait:
 # 64 in flight (counted by the App), up to 4096 queued, past that busy; a

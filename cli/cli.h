@@ -76,7 +76,7 @@ struct json_object *cli_output_json(const struct aur_tool_output *o);
 char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
                       size_t *len);
 
-/* serve.c */
+/* serve.c (with serve_pool.c and serve_lines.c: serve_int.h) */
 int cli_serve(const char *dir);
 
 /* serve_input.c: serve's stdin and the lines in it.  Owned by the thread

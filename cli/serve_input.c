@@ -4,7 +4,7 @@
  * a signal or a wake-up descriptor (poll on stdin and those together).
  *
  * Threads: a serve_input belongs to whichever thread holds serve's reader
- * role (serve.c); none of this locks.
+ * role (serve_pool.c); none of this locks.
  */
 #define _GNU_SOURCE 1
 #include "cli.h"

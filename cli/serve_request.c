@@ -1,8 +1,9 @@
 /*
  * serve_request.c - the grammar of one `aurora-mcp serve` request line:
  * what makes a line a request, which ids can be echoed, which fields each
- * op takes.  serve.c owns the threads and the answers; this file only
- * reads a line and says what it asks for, or why it is refused.
+ * op takes.  serve_pool.c owns the threads and serve_lines.c the
+ * answers; this file only reads a line and says what it asks for, or why
+ * it is refused.
  *
  * Threads: no state; any thread.
  */
@@ -42,7 +43,7 @@ static void shortest_float(double d, char *text, size_t n)
  * are echoed digit for digit (the parser keeps them exact); any other
  * number is given its shortest_float text as its serialisation (json-c's
  * own %.17g would turn 0.1 into 0.10000000000000001), so both answer
- * paths (serve.c's respond and cli_call_answer) print that.
+ * paths (serve_respond and cli_call_answer) print that.
  */
 static bool id_ok(struct json_object *id)
 {

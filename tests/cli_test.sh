@@ -621,23 +621,27 @@ expect_eq "$(echo "$out" | grep -c '"status":"failed","content":"MCP call not se
 expect_eq "$(leftover "$T/m")" 0 "no child after max_in_flight"
 
 # A call that is the only one is run by the reader, which keeps its role
-# through it (cli/serve.c).  Here that call's send cannot finish: the
-# App answered the call before it and then reads nothing for 5 s, and the
-# call's 512 KiB of arguments fill the pipe.  The role is taken from the
-# waiting send within two ticks (2 ms each), so a status sent meanwhile is
-# answered while the call still waits (before its answer), and the call
-# still succeeds once the App reads again.
-mkcfg "$T/k"
-addapp "$T/k" a.ini org.test.stall 30 --era modern --stall-after-call 5000
-mkfifo "$T/k/in"
-"$BIN" serve -c "$T/k" <"$T/k/in" >"$T/k/out" 2>/dev/null &
-pid=$!
-exec 8>"$T/k/in"
-echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
-for _ in $(seq 100); do grep -q '^{"id":1,' "$T/k/out" 2>/dev/null && break; sleep 0.1; done
+# through it (cli/serve_pool.c).  kept_start DIR MS makes that call's send
+# wait: the App answers call 1 and then reads nothing for MS, and call 2's
+# 512 KiB of arguments fill its pipe.  serve's pid in pid, its stdin on
+# fd 8.
 big=$(head -c 524288 /dev/zero | tr '\0' a)
-printf '{"id":2,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$big" >&8
-sleep 0.3 # the send is waiting on the full pipe by now
+kept_start() {
+    mkcfg "$1"
+    addapp "$1" a.ini org.test.stall 30 --era modern --stall-after-call "$2"
+    mkfifo "$1/in"
+    "$BIN" serve -c "$1" <"$1/in" >"$1/out" 2>/dev/null &
+    pid=$!
+    exec 8>"$1/in"
+    echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
+    for _ in $(seq 100); do grep -q '^{"id":1,' "$1/out" 2>/dev/null && break; sleep 0.1; done
+    printf '{"id":2,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$big" >&8
+    sleep 0.3 # the send is waiting on the full pipe by now
+}
+# The role is taken from the waiting send within two ticks (2 ms each),
+# so a status sent meanwhile is answered while the call still waits
+# (before its answer), and the call succeeds once the App reads again.
+kept_start "$T/k" 5000
 echo '{"id":3,"op":"status"}' >&8
 for _ in $(seq 100); do grep -q '^{"id":3,' "$T/k/out" 2>/dev/null && break; sleep 0.1; done
 expect_eq "$(grep -c '^{"id":2,' "$T/k/out")" 0 "kept role: the call's send still waits"
@@ -652,16 +656,7 @@ expect_eq "$(leftover "$T/k")" 0 "no child after the kept role"
 # for the send (which the App would let go only after 30 s, the call's
 # timeout), the waiting call is answered once, and serve exits within the
 # App's stop escalation.
-mkcfg "$T/k2"
-addapp "$T/k2" a.ini org.test.stall 30 --era modern --stall-after-call 30000
-mkfifo "$T/k2/in"
-"$BIN" serve -c "$T/k2" <"$T/k2/in" >"$T/k2/out" 2>/dev/null &
-pid=$!
-exec 8>"$T/k2/in"
-echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
-for _ in $(seq 100); do grep -q '^{"id":1,' "$T/k2/out" 2>/dev/null && break; sleep 0.1; done
-printf '{"id":2,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$big" >&8
-sleep 0.3
+kept_start "$T/k2" 30000
 kill -TERM "$pid"
 for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$pid" 2>/dev/null; then

@@ -307,6 +307,14 @@ static void sq_close(void *b)
     aur__jsqlite_ckpt_stop(j);
     for (i = 0; i < AUR__JST_N; i++)
         sqlite3_finalize(j->st[i]);
+    /* A limit makes the last close truncate the kept WAL to 0 bytes,
+     * once its checkpoint has completed and synced.  Left full, the next
+     * open would read and checksum every frame to rebuild its index and
+     * count them as not copied, so the next close would copy them all
+     * again.  Set here, not at open: during the run a limit would also
+     * shrink the WAL at every restart. */
+    (void)sqlite3_exec(j->db, "PRAGMA journal_size_limit=0", NULL, NULL,
+                       NULL);
     sqlite3_close(j->db);
     free(j);
 }
@@ -348,12 +356,8 @@ static int sq_open(const char *path, const struct aur__jopts *o, void **out,
     sqlite3_busy_timeout(j->db, 5000);
     {
         /* Keep the WAL file across runs: a short run (discover, call)
-         * that found it empty or absent wrote and synced a new header,
-         * and deleted the file again at close (4 fsyncs a run, now 3).
-         * The last close still checkpoints, so durability is the same.
-         * The file keeps its size, which the checkpoints bound
-         * (journal_sqlite_ckpt.c: about 16 MiB at most); no
-         * journal_size_limit, which would empty it at every close. */
+         * does not create and delete it each time.  sq_close empties
+         * it after the last checkpoint (docs/journal.md says why). */
         int on = 1;
         (void)sqlite3_file_control(j->db, "main", SQLITE_FCNTL_PERSIST_WAL,
                                    &on);

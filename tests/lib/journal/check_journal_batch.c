@@ -335,6 +335,49 @@ START_TEST(sqlite_close_checkpoints_into_the_file)
 }
 END_TEST
 
+/* The kept WAL file is emptied by a clean close, after the last
+ * checkpoint: an open then has no frames to recover (SQLite checksums
+ * every frame of a WAL it finds, and the close copied them all into the
+ * file again), so a journal used run after run does not get slower to
+ * open or close as its WAL fills up. */
+static long long wal_size(void)
+{
+    char wal[300];
+    struct stat sb;
+
+    snprintf(wal, sizeof wal, "%s-wal", dbpath);
+    ck_assert_int_eq(stat(wal, &sb), 0); /* kept, not deleted */
+    return (long long)sb.st_size;
+}
+
+START_TEST(sqlite_close_empties_the_wal)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char id[16];
+
+    for (int run = 0; run < 3; run++) {
+        struct aur__journal *j = open_ok();
+        for (int i = 0; i < 20; i++) {
+            snprintf(id, sizeof id, "r%dc%d", run, i);
+            append_ok(j, id, "all", NULL);
+        }
+        ck_assert_int_gt(wal_size(), 0); /* the commits are in it */
+        aur__journal_close(j);
+        ck_assert_int_eq(wal_size(), 0);
+    }
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM"
+                                            " world_commits", -1, &st, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int64(st, 0), 60);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+END_TEST
+
 #define THREADS 8
 #define PER_THREAD 500
 
@@ -429,6 +472,7 @@ Suite *journal_batch_suite(void)
     if (!on_pg()) {
         tcase_add_test(tc, sqlite_wal_stays_bounded);
         tcase_add_test(tc, sqlite_close_checkpoints_into_the_file);
+        tcase_add_test(tc, sqlite_close_empties_the_wal);
     }
     suite_add_tcase(s, tc);
 

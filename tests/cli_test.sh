@@ -636,12 +636,13 @@ kept_start() {
     echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
     for _ in $(seq 100); do grep -q '^{"id":1,' "$1/out" 2>/dev/null && break; sleep 0.1; done
     printf '{"id":2,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$big" >&8
-    sleep 0.3 # the send is waiting on the full pipe by now
+    sleep 1 # the send is waiting on the full pipe by now (printf returned
+    # once serve had read all but the last 64 KiB of the line)
 }
 # The role is taken from the waiting send within two ticks (2 ms each),
 # so a status sent meanwhile is answered while the call still waits
 # (before its answer), and the call succeeds once the App reads again.
-kept_start "$T/k" 5000
+kept_start "$T/k" 8000
 echo '{"id":3,"op":"status"}' >&8
 for _ in $(seq 100); do grep -q '^{"id":3,' "$T/k/out" 2>/dev/null && break; sleep 0.1; done
 expect_eq "$(grep -c '^{"id":2,' "$T/k/out")" 0 "kept role: the call's send still waits"

@@ -298,6 +298,25 @@ START_TEST(sqlite_wal_stays_bounded)
 }
 END_TEST
 
+/* The commits in the SQLite file at path, read with SQLite itself. */
+static long long count_commits(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long n;
+
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM"
+                                            " world_commits", -1, &st, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
 /* The WAL file stays between runs (persistent WAL), so the last close
  * must still copy every commit into the database file itself: the file
  * alone, without its -wal and -shm, holds them all. */
@@ -305,8 +324,6 @@ START_TEST(sqlite_close_checkpoints_into_the_file)
 {
     struct aur__journal *j = open_ok();
     char copy[300], id[16], buf[65536];
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
     FILE *in, *out;
     size_t n;
 
@@ -322,15 +339,7 @@ START_TEST(sqlite_close_checkpoints_into_the_file)
         ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
     fclose(in);
     ck_assert_int_eq(fclose(out), 0);
-    ck_assert_int_eq(sqlite3_open_v2(copy, &db, SQLITE_OPEN_READONLY, NULL),
-                     SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM"
-                                            " world_commits", -1, &st, NULL),
-                     SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int64(st, 0), 20);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    ck_assert_int_eq(count_commits(copy), 20);
     unlink(copy);
 }
 END_TEST
@@ -352,8 +361,6 @@ static long long wal_size(void)
 
 START_TEST(sqlite_close_empties_the_wal)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
     char id[16];
 
     for (int run = 0; run < 3; run++) {
@@ -366,15 +373,7 @@ START_TEST(sqlite_close_empties_the_wal)
         aur__journal_close(j);
         ck_assert_int_eq(wal_size(), 0);
     }
-    ck_assert_int_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL),
-                     SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM"
-                                            " world_commits", -1, &st, NULL),
-                     SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int64(st, 0), 60);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    ck_assert_int_eq(count_commits(dbpath), 60);
 }
 END_TEST
 

@@ -16,37 +16,68 @@
 
 void http_assist_tests(Suite *s);
 
+/* http_assist.c's ASSIST_MS: how long the caller runs its POST. */
+#define ASSIST_WINDOW_MS 5
+#define ASSIST_TRIES 100
+
+/* Under ThreadSanitizer this process and the fixture run many times
+ * slower, and a call's TLS handshake alone can outlast the caller's
+ * window every time: there the race checks are the point, and the timing
+ * claim below is the normal and ASan builds' to make. */
+#if defined(__SANITIZE_THREAD__)
+#define AT_SPEED 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AT_SPEED 0
+#endif
+#endif
+#ifndef AT_SPEED
+#define AT_SPEED 1
+#endif
+
 /* Sequential calls: the answer reaches the sink on the calling thread,
  * inside send.  A worker could not have answered before send returned
- * (send only queued the POST); each call needs a new TLS handshake here
+ * (send only queued the POST).  Each call needs a new TLS handshake here
  * (the fixture closes every connection), which a loaded machine may
- * stretch past the caller's few milliseconds, so one of 20 is enough. */
+ * stretch past the caller's few milliseconds, so the calls go on (20 at
+ * least, ASSIST_TRIES at most) until one answer was in.  Where timing is
+ * not checked (AT_SPEED 0), a send that kept the caller for its whole
+ * window still shows that the caller ran the POST, not a worker (send
+ * would have returned at once). */
 START_TEST(assist_answer_before_send_returns)
 {
     struct aur_conn *c;
-    int inside = 0;
+    int inside = 0, waited = 0, n = 0;
     up2(NULL, NULL, NULL, NULL);
     ep_path("/mcp");
     c = open_ok();
     set_proto(c, 1, "2026-07-28");
-    for (int i = 0; i < 20; i++) {
+    while (n < ASSIST_TRIES && (n < 20 || inside == 0)) {
         char id[16];
         struct json_object *m;
-        snprintf(id, sizeof id, "q%d", i);
+        int64_t t0 = t_now(), took;
+        snprintf(id, sizeof id, "q%d", n++);
         send_ok(c, req(id, "tools/call"));
+        took = t_now() - t0;
         m = next_msg(0);
-        if (m)
+        if (m) {
             inside++;
-        else
+        } else {
+            /* ms clock: a 5 ms window reads as 4 at the least */
+            if (took >= ASSIST_WINDOW_MS - 1)
+                waited++;
             m = wait_id(id, 5000);
+        }
         ck_assert_ptr_nonnull(m);
         ck_assert_str_eq(str_at(m, "id", NULL), id);
         ck_assert_str_eq(str_at(m, "result", "method"), "tools/call");
         json_object_put(m);
     }
     OPS->close(c, t_now() + 2000);
-    ck_assert_msg(inside > 0, "no answer was in before send returned");
-    ck_assert_int_eq(fx_count("rpc=tools/call"), 20);
+    ck_assert_msg(inside > 0 || (!AT_SPEED && waited > 0),
+                  "no answer was in before send returned (%d calls, %d "
+                  "kept the caller for its window)", n, waited);
+    ck_assert_int_eq(fx_count("rpc=tools/call"), n);
     ck_assert_int_eq(closed_count(), 0);
 }
 END_TEST

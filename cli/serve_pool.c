@@ -15,10 +15,10 @@
  * armed EPOLLONESHOT (an idle thread wakes at once: lines are already
  * buffered, or stdin is a file epoll cannot watch).  A reader that reads
  * a call while others run releases the token and runs the call itself:
- * the next request wakes whichever thread is parked.  When no
- * thread is idle, or WORKERS calls already run, the reader queues the
- * call (up to MAX_QUEUED) and keeps reading, so the other ops are still
- * answered while every worker is busy.
+ * the next request wakes whichever thread is parked.  When no thread is
+ * idle, or WORKERS calls already run, the reader queues the call (up to
+ * MAX_QUEUED) and keeps reading, so the other ops are still answered
+ * while every worker is busy.
  *
  * A call that is the only one (nothing running, no further line
  * buffered: the sequential case) is run by the reader without giving the
@@ -149,7 +149,20 @@ bool serve_grow(struct server *s)
     return true;
 }
 
-/* Run timer_fd every KEEP_TICK_NS, or stop it (mu held). */
+/* Empty a level-triggered fd that woke one parked thread (EPOLLONESHOT),
+ * then arm it again: a poke or tick after this wakes a thread again. */
+static void rearm(struct server *s, int fd, uint32_t what)
+{
+    struct epoll_event again = {EPOLLIN | EPOLLONESHOT, {.u32 = what}};
+    uint64_t n;
+
+    if (read(fd, &n, sizeof n) < 0) {
+        /* already empty: a stale wake-up */
+    }
+    epoll_ctl(s->ep, EPOLL_CTL_MOD, fd, &again);
+}
+
+/* Run tick_fd every KEEP_TICK_NS, or stop it (mu held). */
 static void set_tick(struct server *s, bool on)
 {
     struct itimerspec t = {{0, on ? KEEP_TICK_NS : 0},
@@ -165,13 +178,7 @@ static void set_tick(struct server *s, bool on)
  * per call). */
 static void tick(struct server *s)
 {
-    struct epoll_event again = {EPOLLIN | EPOLLONESHOT, {.u32 = EV_TICK}};
-    uint64_t n;
-
-    if (read(s->tick_fd, &n, sizeof n) < 0) {
-        /* already read: a stale wake-up */
-    }
-    epoll_ctl(s->ep, EPOLL_CTL_MOD, s->tick_fd, &again);
+    rearm(s, s->tick_fd, EV_TICK);
     if (s->kept_gen != s->kept_seen) {
         s->kept_seen = s->kept_gen; /* calls kept since the last tick */
         return;
@@ -302,15 +309,7 @@ static void *worker(void *arg)
                 continue;
             }
             if (got == 1 && ev.data.u32 == EV_QUEUE) {
-                /* Emptied before it is armed again: a serve_poke after this
-                 * wakes a thread again. */
-                struct epoll_event q = {EPOLLIN | EPOLLONESHOT,
-                                        {.u32 = EV_QUEUE}};
-                uint64_t n;
-                if (read(s->queue_fd, &n, sizeof n) < 0) {
-                    /* already empty */
-                }
-                epoll_ctl(s->ep, EPOLL_CTL_MOD, s->queue_fd, &q);
+                rearm(s, s->queue_fd, EV_QUEUE);
                 continue;
             }
             if (got != 1 || ev.data.u32 == EV_STOP) {

@@ -409,8 +409,7 @@ const char *h_negotiated_version(struct aur_mcp *h)
 
 bool h_wait_restart_required(struct aur_mcp *h, int ms)
 {
-    for (int i = 0; i < ms / 20 && !aur_mcp_restart_required(h); i++)
-        usleep(20000);
+    H_WAIT_UNTIL(aur_mcp_restart_required(h), ms, 20);
     return aur_mcp_restart_required(h);
 }
 

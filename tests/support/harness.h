@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -87,6 +88,16 @@ int64_t h_now_ms(void);
  * valgrind: for slack on upper time bounds and for deadlines a test needs
  * to be met, never for what a test asserts is enforced. */
 int64_t h_slack(int64_t ms);
+/* Waits until cond holds, looking again every step_ms, for at most
+ * h_slack(ms); the caller asserts cond after it.  For what the host does
+ * in the background: a slow run (valgrind, a loaded CI machine) must wait
+ * longer, not fail, so no such wait is a fixed count of sleeps. */
+#define H_WAIT_UNTIL(cond, ms, step_ms)                                      \
+    do {                                                                     \
+        int64_t h_until_ = h_now_ms() + h_slack(ms);                         \
+        while (!(cond) && h_now_ms() < h_until_)                             \
+            usleep((useconds_t)(step_ms) * 1000);                            \
+    } while (0)
 
 /* What fd says up to its first newline, waiting at most ms in all, into
  * buf (NUL-terminated; empty when nothing came).  For a peer's "PORT n"
@@ -124,7 +135,8 @@ char *h_scopes_json(const struct aur_tool_output *out);
 struct json_object *h_app_status(struct aur_mcp *h);
 /* Its negotiated_version, "" if none (static buffer). */
 const char *h_negotiated_version(struct aur_mcp *h);
-/* Whether restart_required turned true within ms (polled every 20 ms). */
+/* Whether restart_required turned true within h_slack(ms), polled every
+ * 20 ms. */
 bool h_wait_restart_required(struct aur_mcp *h, int ms);
 
 /* The string member key of o (borrowed), or NULL if absent or not a

@@ -188,9 +188,7 @@ START_TEST(async_shutdown_tells_sent_from_unsent)
                          AUR_OK);
     }
     /* Wait (bounded) until the server holds some calls. */
-    for (int k = 0; k < 2000 && h_count_lines(logpath, "tools/call") < 4;
-         k++)
-        usleep(5000);
+    H_WAIT_UNTIL(h_count_lines(logpath, "tools/call") >= 4, 10000, 5);
     aur_mcp_shutdown(h);
     ck_assert_int_eq(o.n, 40); /* all ran before shutdown returned */
     for (int i = 0; i < 40; i++) {

@@ -215,12 +215,7 @@ START_TEST(exit_during_call_is_unknown_then_failed)
     ck_assert_ptr_nonnull(strstr(content, "connection lost"));
     free(content);
     /* the disconnect is processed on the dispatch thread: wait a bit */
-    for (int i = 0; i < 100; i++) {
-        if (aur_mcp_restart_required(h))
-            break;
-        usleep(20000);
-    }
-    ck_assert(aur_mcp_restart_required(h));
+    ck_assert(h_wait_restart_required(h, 2000));
     ck_assert_int_eq(call(h, NULL, &content), AUR_CALL_FAILED);
     ck_assert_ptr_nonnull(strstr(content, "not sent"));
     free(content);
@@ -251,9 +246,7 @@ START_TEST(runtime_list_changed_sets_restart_required)
         ck_assert_int_eq(call(h, NULL, &content), AUR_CALL_SUCCEEDED);
         free(content);
     }
-    for (int i = 0; i < 100 && !aur_mcp_restart_required(h); i++)
-        usleep(20000);
-    ck_assert(aur_mcp_restart_required(h));
+    ck_assert(h_wait_restart_required(h, 2000));
     /* the catalog and the App stay as they were: still ready, callable */
     ck_assert_uint_eq(aur_mcp_tool_count(h), 1);
     ck_assert_int_eq(call(h, NULL, &content), AUR_CALL_SUCCEEDED);

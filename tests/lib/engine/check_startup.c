@@ -651,9 +651,7 @@ static struct aur_mcp *cancel_host;
 static void *cancel_when_logged(void *unused)
 {
     (void)unused;
-    for (int i = 0; i < 1000 && h_count_lines(logpath, cancel_after) < 1;
-         i++)
-        usleep(10000);
+    H_WAIT_UNTIL(h_count_lines(logpath, cancel_after) >= 1, 10000, 10);
     usleep(100000);
     aur_mcp_cancel(cancel_host);
     return NULL;
@@ -806,11 +804,8 @@ START_TEST(threads_one_per_app_at_most)
     atomic_store(&sampling, false);
     pthread_join(t, NULL);
     int calls_peak = atomic_load(&peak_threads) - 1;
-    int idle = threads_now();
-    for (int i = 0; i < 100 && idle > ready; i++) {
-        usleep(100 * 1000);
-        idle = threads_now();
-    }
+    int idle;
+    H_WAIT_UNTIL((idle = threads_now()) <= ready, 10000, 100);
     fprintf(stderr, "check_startup: a call and a notification to and "
                     "from each App: %d threads at most, %d after, %d once "
                     "idle\n", calls_peak, busy, idle);

@@ -17,6 +17,7 @@ suites=("$@")
 # Check's per-test timeouts stretch under valgrind; assertions do not.
 export CK_TIMEOUT_MULTIPLIER=6 AUR_TEST_TIME_SCALE=4
 fail=0
+summary=$(mktemp /tmp/aur-valgrind-sum-XXXXXX)
 for s in "${suites[@]}"; do
     log=$(mktemp /tmp/aur-valgrind-XXXXXX)
     t0=$(date +%s)
@@ -29,8 +30,22 @@ for s in "${suites[@]}"; do
         "$(grep -E '^[0-9]+%: Checks' "$log" | tail -1)"
     if [ "$rc" != 0 ] || [ "$errs" != 0 ]; then
         grep -v 'unhandled amd64-linux syscall: 434\|README_MISSING_SYSCALL\|write your own handler\|consider this a bug\|valgrind.org/support' "$log" | tail -60
+        # For the summary at the end: Check's verdicts
+        # (file:line:F|E:case:test) and valgrind's first error or
+        # definite leak with its stack.
+        {
+            echo "--- $s (rc $rc):"
+            grep -E '^[^ :]+:[0-9]+:[FE]:' "$log" | head -10
+            grep -E -m1 -A12 '^==[0-9]+== (Invalid|Conditional|Use of uninit|Syscall param|Mismatched|Source and destination|Process terminating|[0-9,]+ bytes in [0-9,]+ blocks are definitely)' "$log"
+        } >>"$summary"
         fail=1
     fi
     rm -f "$log"
 done
+# Repeated last, where a CI log is read from.
+if [ "$fail" != 0 ]; then
+    echo "=== valgrind: failed suites"
+    cat "$summary"
+fi
+rm -f "$summary"
 exit $fail

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "http_host.h"
+#include "support/slack.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -120,11 +121,7 @@ int fx_count(const char *needle)
 
 bool fx_wait(const char *needle, int ms)
 {
-    for (int i = 0; i < ms / 20; i++) {
-        if (fx_count(needle) > 0)
-            return true;
-        sleep_ms(20);
-    }
+    H_WAIT_UNTIL(fx_count(needle) > 0, ms, 20);
     return fx_count(needle) > 0;
 }
 

@@ -31,6 +31,7 @@ void fixture_stop(void);
 /* The fixture's log so far (static buffer) and how often needle occurs. */
 const char *fx_log(void);
 int fx_count(const char *needle);
+/* Whether needle occurs in the log within slack_ms(ms). */
 bool fx_wait(const char *needle, int ms);
 
 /* plugin_up(HTTP_PLUGIN_SO) with up to two [transport-http] keys (NULL =

@@ -277,9 +277,7 @@ void h_need_peers(const char *rel)
 
 int64_t h_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return slack_now_ms();
 }
 
 void h_read_line(int fd, char *buf, size_t size, int64_t ms)
@@ -340,9 +338,7 @@ int h_spawn_port_peer(const char *const *argv, const char *errpath,
 
 int64_t h_slack(int64_t ms)
 {
-    const char *s = getenv("AUR_TEST_TIME_SCALE");
-    int k = s ? atoi(s) : 1;
-    return ms * (k > 0 && k <= 100 ? k : 1);
+    return slack_ms(ms);
 }
 
 int h_start(const char *dir, struct aur_mcp **h,

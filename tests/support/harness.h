@@ -16,10 +16,10 @@
 #include <check.h>
 
 #include "check_main.h"
+#include "slack.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -84,20 +84,10 @@ void h_need_peers(const char *rel);
 
 /* CLOCK_MONOTONIC milliseconds. */
 int64_t h_now_ms(void);
-/* ms stretched by AUR_TEST_TIME_SCALE (default 1) for slow runs such as
- * valgrind: for slack on upper time bounds and for deadlines a test needs
- * to be met, never for what a test asserts is enforced. */
+/* slack_ms (slack.h): ms stretched for slow runs such as valgrind, for
+ * slack on upper time bounds and for deadlines a test needs to be met,
+ * never for what a test asserts is enforced. */
 int64_t h_slack(int64_t ms);
-/* Waits until cond holds, looking again every step_ms, for at most
- * h_slack(ms); the caller asserts cond after it.  For what the host does
- * in the background: a slow run (valgrind, a loaded CI machine) must wait
- * longer, not fail, so no such wait is a fixed count of sleeps. */
-#define H_WAIT_UNTIL(cond, ms, step_ms)                                      \
-    do {                                                                     \
-        int64_t h_until_ = h_now_ms() + h_slack(ms);                         \
-        while (!(cond) && h_now_ms() < h_until_)                             \
-            usleep((useconds_t)(step_ms) * 1000);                            \
-    } while (0)
 
 /* What fd says up to its first newline, waiting at most ms in all, into
  * buf (NUL-terminated; empty when nothing came).  For a peer's "PORT n"

@@ -6,6 +6,7 @@
 #include "plugin_host.h"
 
 #include "path_rule.h"
+#include "slack.h"
 
 #include <check.h>
 #include <dlfcn.h>
@@ -216,11 +217,7 @@ int log_count(const char *needle)
 
 bool log_wait(const char *needle, int ms)
 {
-    for (int i = 0; i < ms / 10; i++) {
-        if (log_has(needle))
-            return true;
-        sleep_ms(10);
-    }
+    H_WAIT_UNTIL(log_has(needle), ms, 10);
     return log_has(needle);
 }
 

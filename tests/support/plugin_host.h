@@ -80,7 +80,7 @@ void sleep_ms(long ms);
 
 bool log_has(const char *needle);
 int log_count(const char *needle);
-bool log_wait(const char *needle, int ms); /* bounded by ms */
+bool log_wait(const char *needle, int ms); /* bounded by slack_ms(ms) */
 char *log_copy(size_t *len);               /* caller frees */
 /* The log itself: only while no plugin thread can write to it. */
 const char *log_text(void);

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "rpc.h"
 #include "rpc_pool.h"
+#include "support/slack.h"
 
 enum { MAXSEEN = 64 };
 
@@ -355,11 +356,8 @@ START_TEST(idle_workers_end)
     for (int i = 0; i < 8; i++)
         ck_assert_int_eq(wait_seen(&conns[i], 1, 5000), 1);
     int busy = threads_now();
-    int now = busy;
-    for (int i = 0; i < 100 && now > base; i++) {
-        usleep(50 * 1000);
-        now = threads_now();
-    }
+    int now;
+    H_WAIT_UNTIL((now = threads_now()) <= base, 5000, 50);
     ck_assert_int_gt(busy, base);
     ck_assert_int_eq(now, base);
     for (int i = 0; i < 8; i++)

@@ -8,6 +8,7 @@
 
 #include "we_host.h"
 #include "support/check_main.h"
+#include "support/slack.h"
 
 #include <check.h>
 #include <json-c/json.h>
@@ -31,8 +32,7 @@ START_TEST(single_event_committed_promptly)
     void *s = world_session(PKG);
     struct aur_error err;
     ck_assert_int_eq(notify_async(s, EV_METHOD, VALID, 1, &err), AUR_OK);
-    for (int i = 0; i < 5000 && count_of(s, "committed") < 1; i++)
-        usleep(1000);
+    H_WAIT_UNTIL(count_of(s, "committed") >= 1, 5000, 1);
     ck_assert_int_eq(count_of(s, "committed"), 1);
     ck_assert_int_eq(count_of(s, "queued"), 0);
     pthread_mutex_lock(&hmu);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE 1
 
 #include "we_host.h"
+#include "support/slack.h"
 
 #include <aurora/aur_plugin.h>
 #include <check.h>
@@ -317,8 +318,7 @@ int64_t count_of(void *sess, const char *key)
  * sess; then the store and the counters are final for what was sent. */
 void settle(void *sess)
 {
-    for (int i = 0; i < 10000 && count_of(sess, "queued") != 0; i++)
-        usleep(1000);
+    H_WAIT_UNTIL(count_of(sess, "queued") == 0, 10000, 1);
     ck_assert_int_eq(count_of(sess, "queued"), 0);
 }
 

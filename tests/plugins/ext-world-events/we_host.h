@@ -91,7 +91,8 @@ void *world_session(const char *pkg);
 void *legacy_session(void);
 /* A counter of sess's status (-1 if absent). */
 int64_t count_of(void *sess, const char *key);
-/* Wait (bounded) until every queued event of sess is answered. */
+/* Wait (up to slack_ms(10 s)) until every queued event of sess is
+ * answered. */
 void settle(void *sess);
 /* on_notify with params as JSON text; notify also settles. */
 int notify_async(void *sess, const char *method, const char *params_json,

@@ -462,7 +462,6 @@ START_TEST(cancelled_before_begin_is_not_started)
 }
 END_TEST
 
-/* The monotonic time the fixture logged with its "eof" line. */
 /*
  * A change that reaches a cleanly listed App while a slower neighbour is
  * still starting (go-sdk servers announce their tools after a debounce)

@@ -192,6 +192,16 @@ static void *bg_call_main(void *arg)
  * call answered before it succeeds; the one outstanding ends unknown; a
  * later one fails unsent; status says why.
  */
+/* Whether the App's state is still "ready". */
+static bool app_ready(struct aur_mcp *h)
+{
+    struct json_object *a = h_app_status(h);
+    bool ready = strcmp(h_str(a, "state"), "ready") == 0;
+
+    json_object_put(a);
+    return ready;
+}
+
 START_TEST(flood_after_activation_makes_app_unavailable)
 {
     const char *opts[] = {"--era", "modern", "--event-flood", "5000",
@@ -223,16 +233,8 @@ START_TEST(flood_after_activation_makes_app_unavailable)
     aur_tool_output_clear(&out);
     /* The dispatch thread marks the App; its close item jumps the
      * queue, so this is prompt. */
-    for (int64_t until = h_now_ms() + h_slack(2000); h_now_ms() < until;) {
-        a = h_app_status(h);
-        if (strcmp(h_str(a, "state"), "ready") != 0)
-            break;
-        json_object_put(a);
-        a = NULL;
-        usleep(20 * 1000);
-    }
-    if (!a)
-        a = h_app_status(h);
+    H_WAIT_UNTIL(!app_ready(h), 2000, 20);
+    a = h_app_status(h);
     ck_assert_str_eq(h_str(a, "state"), "unavailable");
     ck_assert_ptr_nonnull(h_str(a, "last_error"));
     ck_assert_msg(strstr(h_str(a, "last_error"),

@@ -138,16 +138,24 @@ static struct json_object *event_commits(void)
     return e.list;
 }
 
-/* Wait (bounded) until at least n event commits exist; return them. */
-static struct json_object *wait_events(size_t n)
+/* How many event commits the journal holds now. */
+static size_t n_event_commits(void)
 {
     struct json_object *l = event_commits();
-    int64_t until = h_now_ms() + h_slack(5000);
-    while (json_object_array_length(l) < n && h_now_ms() < until) {
-        json_object_put(l);
-        usleep(20000);
-        l = event_commits();
-    }
+    size_t n = json_object_array_length(l);
+
+    json_object_put(l);
+    return n;
+}
+
+/* Wait (up to slack_ms(5 s)) until at least n event commits exist;
+ * return them. */
+static struct json_object *wait_events(size_t n)
+{
+    struct json_object *l;
+
+    H_WAIT_UNTIL(n_event_commits() >= n, 5000, 20);
+    l = event_commits();
     ck_assert_uint_eq(json_object_array_length(l), n);
     return l;
 }

@@ -1,6 +1,7 @@
 /*
- * slack.h - how long a test waits for what it does not control, in every
- * test support module (harness.c, plugin_host.c, http_host.c, we_host.c).
+ * slack.h - how long a test waits for what it does not control: one
+ * definition for the support modules (harness.c, plugin_host.c,
+ * http_host.c, we_host.c) and the suites that include it.
  *
  * AUR_TEST_TIME_SCALE (default 1; scripts/valgrind.sh sets 4,
  * scripts/tsan.sh 3) stretches a wait for the host's background work, a

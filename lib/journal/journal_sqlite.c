@@ -49,6 +49,23 @@ static const char *const migrations[] = {
     " scope TEXT NOT NULL,"
     " sequence INTEGER NOT NULL,"
     " UNIQUE(commit_seq, scope));",
+    /* v1 -> v2: scope rows keyed by (scope, sequence) with no row id, and
+     * a second index on commit_seq alone, as on PostgreSQL: two b-trees
+     * a row instead of three.  A commit's scopes are distinct by
+     * construction (the front dedups them), and the index's entries end
+     * with the key, so a commit's rows still come out ordered by scope. */
+    "CREATE TABLE world_commit_scopes_v2("
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
+    " scope TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " PRIMARY KEY(scope, sequence)) WITHOUT ROWID;"
+    "INSERT INTO world_commit_scopes_v2(commit_seq, scope, sequence)"
+    " SELECT commit_seq, scope, sequence FROM world_commit_scopes"
+    " ORDER BY scope, sequence;"
+    "DROP TABLE world_commit_scopes;"
+    "ALTER TABLE world_commit_scopes_v2 RENAME TO world_commit_scopes;"
+    "CREATE INDEX world_commit_scopes_commit"
+    " ON world_commit_scopes(commit_seq);",
 };
 
 #define SCHEMA_VERSION ((int64_t)AUR__ARRAY_LEN(migrations))

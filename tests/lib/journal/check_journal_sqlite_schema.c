@@ -1,0 +1,205 @@
+/*
+ * check_journal_sqlite_schema.c - SQLite only: a file written by an older
+ * host (schema v1: scope rows with a row id and two UNIQUE indexes) is
+ * migrated to v2 (scope rows keyed by (scope, sequence), an index on
+ * commit_seq) in one transaction: the commits, their scopes, sequences
+ * and idempotency are as before, and a step that fails leaves the file
+ * as it was.
+ */
+#include "aur_setup.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "journal_fixture.h"
+
+/* The file as a v1 host created it: its schema, word for word, and three
+ * commits, ids c1 to c3, scopes {a}, {a, b} and {b}. */
+static const char v1_schema[] =
+    "CREATE TABLE schema_meta("
+    " singleton INTEGER PRIMARY KEY CHECK(singleton = 1),"
+    " version INTEGER NOT NULL);"
+    "CREATE TABLE world_commits("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " commit_id TEXT UNIQUE NOT NULL,"
+    " kind TEXT NOT NULL,"
+    " source TEXT NOT NULL,"
+    " summary TEXT NOT NULL,"
+    " occurred_at TEXT NOT NULL,"
+    " data TEXT NOT NULL);"
+    "CREATE TABLE world_commit_scopes("
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
+    " scope TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " UNIQUE(scope, sequence),"
+    " UNIQUE(commit_seq, scope));"
+    "CREATE TABLE world_commit_bases("
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
+    " scope TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " UNIQUE(commit_seq, scope));"
+    "INSERT INTO schema_meta VALUES (1, 1);";
+
+static void make_v1(const char *extra_sql)
+{
+    static const char rows[] =
+        "INSERT INTO world_commits(commit_id, kind, source, summary,"
+        " occurred_at, data) VALUES"
+        " ('c1', 'k', 'src', 's1', '2026-01-01T00:00:00Z', '{\"n\":1}'),"
+        " ('c2', 'k', 'src', 's2', '2026-01-01T00:00:01Z', '{\"n\":2}'),"
+        " ('c3', 'k', 'src', 's3', '2026-01-01T00:00:02Z', '{\"n\":3}');"
+        "INSERT INTO world_commit_scopes VALUES"
+        " (1, 'a', 1), (2, 'a', 2), (2, 'b', 1), (3, 'b', 2);";
+    char dir[300];
+    sqlite3 *db;
+    char *msg = NULL;
+
+    snprintf(dir, sizeof dir, "%s/data", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(dir, sizeof dir, "%s/data/world", tmpdir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(db, "PRAGMA journal_mode=WAL;", NULL, NULL,
+                               &msg) == SQLITE_OK &&
+                      sqlite3_exec(db, v1_schema, NULL, NULL, &msg) ==
+                          SQLITE_OK &&
+                      sqlite3_exec(db, rows, NULL, NULL, &msg) == SQLITE_OK &&
+                      sqlite3_exec(db, extra_sql ? extra_sql : "", NULL,
+                                   NULL, &msg) == SQLITE_OK,
+                  "%s", msg ? msg : "");
+    sqlite3_close(db);
+}
+
+/* The scopes object of visited line i, as text. */
+static const char *scopes_of(struct lines *l, size_t i, char *buf,
+                             size_t size)
+{
+    struct json_object *o = json_tokener_parse(l->v[i]);
+    snprintf(buf, size, "%s",
+             json_object_to_json_string_ext(
+                 json_object_object_get(o, "scopes"), JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return buf;
+}
+
+START_TEST(v1_file_migrates_to_v2)
+{
+    struct aur__journal *j;
+    struct lines l = {0};
+    struct tc t;
+    struct aur_error err;
+    int64_t seq = 0;
+    int ins = -1;
+    char b[128];
+
+    make_v1(NULL);
+    j = open_ok();
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                             " 'world_commit_scopes' AND sql LIKE"
+                             " '%WITHOUT ROWID'"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                             " 'world_commit_scopes_commit'"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                             " 'world_commit_scopes_v2'"),
+                     0);
+
+    /* the commits read back as the older host wrote them */
+    each_ok(j, 0, NULL, &l);
+    ck_assert_uint_eq(l.n, 3);
+    ck_assert_str_eq(scopes_of(&l, 0, b, sizeof b), "{\"a\":1}");
+    ck_assert_str_eq(scopes_of(&l, 1, b, sizeof b), "{\"a\":2,\"b\":1}");
+    ck_assert_str_eq(scopes_of(&l, 2, b, sizeof b), "{\"b\":2}");
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"commit_id\":\"c2\""));
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"data\":{\"n\":2}"));
+    lines_free(&l);
+    each_ok(j, 0, "b", &l);
+    ck_assert_uint_eq(l.n, 2);
+    ck_assert_ptr_nonnull(strstr(l.v[0], "\"seq\":2,"));
+    ck_assert_ptr_nonnull(strstr(l.v[1], "\"seq\":3,"));
+    lines_free(&l);
+
+    /* still idempotent by id: the same content is already present, other
+     * content is a conflict */
+    mk(&t, "c2", "s2", "a,b", "{\"n\":2}");
+    t.c.kind = "k";
+    t.c.source = "src";
+    ck_assert_int_eq(append(j, &t, &seq, &ins, &err), AUR_OK);
+    ck_assert_int_eq(ins, 0);
+    ck_assert_int_eq(seq, 2);
+    unmk(&t);
+    mk(&t, "c2", "s2", "a", "{\"n\":2}");
+    t.c.kind = "k";
+    t.c.source = "src";
+    ck_assert_int_eq(append(j, &t, NULL, NULL, &err), AUR_E_CONFLICT);
+    unmk(&t);
+
+    /* new commits count on from the migrated sequences */
+    append_ok(j, "c4", "b,c,a", NULL);
+    each_ok(j, 3, NULL, &l);
+    ck_assert_uint_eq(l.n, 1);
+    ck_assert_str_eq(scopes_of(&l, 0, b, sizeof b),
+                     "{\"a\":3,\"b\":3,\"c\":1}");
+    ck_assert_ptr_nonnull(strstr(l.v[0], "\"seq\":4,"));
+    lines_free(&l);
+    aur__journal_close(j);
+
+    /* and a second open finds nothing to do */
+    j = open_ok();
+    ck_assert_int_eq(aur__journal_count(j), 4);
+    aur__journal_close(j);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 7);
+}
+END_TEST
+
+/* A step that fails (here: a table of the name the step creates is
+ * already there) is refused, naming the file, and undone whole: the file
+ * is still a v1 file with its rows. */
+START_TEST(failed_migration_leaves_v1)
+{
+    struct aur__journal *j = (struct aur__journal *)&j;
+    struct aur_error err;
+
+    make_v1("CREATE TABLE world_commit_scopes_v2(x);");
+    ck_assert_int_eq(aur__journal_open(dbpath, NULL, &j, &err), AUR_E_JOURNAL);
+    ck_assert_ptr_null(j);
+    ck_assert_msg(strstr(err.msg, dbpath) &&
+                      strstr(err.msg, "world_commit_scopes_v2"),
+                  "%s", err.msg);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 4);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                             " 'world_commit_scopes' AND sql LIKE"
+                             " '%UNIQUE(commit_seq, scope))'"),
+                     1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                             " 'world_commit_scopes_commit'"),
+                     0);
+    /* once the obstacle is gone, the same file migrates */
+    sql_exec("DROP TABLE world_commit_scopes_v2");
+    j = open_ok();
+    ck_assert_int_eq(aur__journal_count(j), 3);
+    aur__journal_close(j);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+}
+END_TEST
+
+TCase *journal_migrate_tcase(void);
+
+TCase *journal_migrate_tcase(void)
+{
+    TCase *tc = tcase_create("migrate");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    if (!on_pg()) {
+        tcase_add_test(tc, v1_file_migrates_to_v2);
+        tcase_add_test(tc, failed_migration_leaves_v1);
+    }
+    return tc;
+}

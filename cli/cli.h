@@ -117,11 +117,14 @@ enum serve_op {
 };
 
 struct serve_request {
-    struct json_object *root; /* the parsed line (owned) */
+    struct json_object *root; /* the parsed line, or the fast path's id
+                               * (owned) */
     struct json_object *id;   /* in root; NULL: answer with "id":null */
     enum serve_op op;
-    const char *tool;         /* a call's, in root */
-    struct json_object *args; /* a call's, in root; NULL: none */
+    const char *tool;         /* a call's, in root or tool_text */
+    struct json_object *args; /* a call's, in root or own_args; NULL: {} */
+    struct json_object *own_args; /* the fast path's arguments (owned) */
+    char tool_text[256];      /* the fast path's tool id */
 };
 
 /* Read one line into *r (clear it with serve_request_clear, whatever the
@@ -134,6 +137,15 @@ const char *serve_request_parse(const char *line, size_t len,
                                 bool envelope_only, struct serve_request *r,
                                 char *msg, size_t size);
 void serve_request_clear(struct serve_request *r);
+/* The two ways serve_request_parse reads a line (not envelope_only),
+ * apart, for the fuzz target that holds one to the other: the fast path
+ * (true: a call read into *r; false: declined, *r empty) and the general
+ * path (serve_request_parse's contract). */
+bool serve_request_fast(const char *line, size_t len, struct serve_request *r);
+const char *serve_request_parse_tree(const char *line, size_t len,
+                                     bool envelope_only,
+                                     struct serve_request *r, char *msg,
+                                     size_t size);
 
 /* doctor.c: every enabled App started alone; json: JSON even on a
  * terminal. */

@@ -5,6 +5,16 @@
  * answers; this file only reads a line and says what it asks for, or why
  * it is refused.
  *
+ * Most lines are calls of one shape: an integer or plain string id, op
+ * "call", a tool id and an arguments object.  serve_request_fast reads
+ * that shape without making a json-c object of the line (the line's tree
+ * was a third of serve's own work a call): only the arguments, if not
+ * empty, go through the host's parser, as the core needs them as a tree.
+ * Anything else, including anything the general path would refuse or
+ * read differently (escapes, bytes past ASCII, repeated or unknown keys,
+ * other numbers), is declined and read by serve_request_parse_tree.
+ * fuzz/fuzz_serve_request.c holds the fast path to the general one.
+ *
  * Threads: no state; any thread.
  */
 #define _GNU_SOURCE 1
@@ -122,9 +132,216 @@ static const char *refuse(char *msg, size_t size, const char *code,
     return code;
 }
 
+/* ---- the fast path ---- */
+
+struct fscan {
+    const char *s;
+    size_t i, n;
+};
+
+static void fs_ws(struct fscan *f)
+{
+    while (f->i < f->n && (f->s[f->i] == ' ' || f->s[f->i] == '\t' ||
+                           f->s[f->i] == '\n' || f->s[f->i] == '\r'))
+        f->i++;
+}
+
+/* A string of printable ASCII without escapes at f->i: its text is
+ * s[*at, *at + *len).  false for anything else (the general path reads
+ * it). */
+static bool fs_plain(struct fscan *f, size_t *at, size_t *len)
+{
+    size_t i = f->i + 1;
+
+    if (f->i >= f->n || f->s[f->i] != '"')
+        return false;
+    for (; i < f->n && f->s[i] != '"'; i++) {
+        unsigned char c = (unsigned char)f->s[i];
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return false;
+    }
+    if (i >= f->n)
+        return false;
+    *at = f->i + 1;
+    *len = i - *at;
+    f->i = i + 1;
+    return true;
+}
+
+static bool fs_is(const struct fscan *f, size_t at, size_t len,
+                  const char *word)
+{
+    return strlen(word) == len && memcmp(f->s + at, word, len) == 0;
+}
+
+/* An integer id: -?(0|[1-9][0-9]{0,17}), which int64 holds, followed by
+ * what may follow a value.  Anything longer or not an integer (1.0, 1e3)
+ * is the general path's. */
+static struct json_object *fs_int(struct fscan *f)
+{
+    size_t i = f->i, digits = 0;
+    bool neg = f->s[i] == '-';
+    int64_t v = 0;
+
+    if (neg)
+        i++;
+    if (i < f->n && f->s[i] == '0') {
+        i++, digits = 1;
+    } else {
+        for (; i < f->n && f->s[i] >= '0' && f->s[i] <= '9' && digits < 18;
+             i++, digits++)
+            v = v * 10 + (f->s[i] - '0');
+    }
+    if (!digits || (neg && v == 0) ||
+        (i < f->n && !strchr(" \t\r\n,}", f->s[i])))
+        return NULL;
+    f->i = i;
+    return json_object_new_int64(neg ? -v : v);
+}
+
+/* Past the object at f->i ('{'), strings skipped; its depth must stay
+ * well inside the parser's 128 with the line's own level around it.
+ * Not a validation: the host's parser reads what is between. */
+static bool fs_skip_object(struct fscan *f)
+{
+    int depth = 0;
+
+    for (size_t i = f->i; i < f->n; i++) {
+        char c = f->s[i];
+        if (c == '"') {
+            for (i++; i < f->n && f->s[i] != '"'; i++)
+                if (f->s[i] == '\\')
+                    i++;
+        } else if (c == '{' || c == '[') {
+            if (++depth > 100)
+                return false;
+        } else if (c == '}' || c == ']') {
+            if (--depth == 0) {
+                f->i = i + 1;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* The arguments object at f->i: NULL args for {} (the core's NULL is
+ * {}), else the host's parser on its text. */
+static bool fs_args(struct fscan *f, struct serve_request *r)
+{
+    size_t start = f->i;
+    struct json_object *o = NULL;
+
+    if (f->i >= f->n || f->s[f->i] != '{')
+        return false;
+    f->i++;
+    fs_ws(f);
+    if (f->i < f->n && f->s[f->i] == '}') {
+        f->i++;
+        return true;
+    }
+    f->i = start;
+    if (!fs_skip_object(f) ||
+        aur_json_parse(f->s + start, f->i - start, &o, NULL) != AUR_OK)
+        return false;
+    if (!json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return false;
+    }
+    r->args = r->own_args = o;
+    return true;
+}
+
+bool serve_request_fast(const char *line, size_t len, struct serve_request *r)
+{
+    struct fscan f = {line, 0, len};
+    size_t at, klen, tool_at = 0, tool_len = 0;
+    unsigned seen = 0; /* 1 id, 2 op, 4 tool, 8 arguments */
+
+    memset(r, 0, sizeof *r);
+    r->op = SERVE_OP_UNKNOWN;
+    fs_ws(&f);
+    if (f.i >= f.n || line[f.i++] != '{')
+        return false;
+    for (;;) {
+        unsigned bit;
+        fs_ws(&f);
+        if (!fs_plain(&f, &at, &klen))
+            goto decline;
+        bit = fs_is(&f, at, klen, "id")          ? 1
+              : fs_is(&f, at, klen, "op")        ? 2
+              : fs_is(&f, at, klen, "tool")      ? 4
+              : fs_is(&f, at, klen, "arguments") ? 8
+                                                 : 0;
+        if (!bit || (seen & bit))
+            goto decline;
+        seen |= bit;
+        fs_ws(&f);
+        if (f.i >= f.n || line[f.i++] != ':')
+            goto decline;
+        fs_ws(&f);
+        if (f.i >= f.n)
+            goto decline;
+        if (bit == 1) {
+            if (line[f.i] == '"') {
+                if (!fs_plain(&f, &at, &klen))
+                    goto decline;
+                r->root = json_object_new_string_len(line + at, (int)klen);
+            } else {
+                r->root = fs_int(&f);
+            }
+            if (!r->root)
+                goto decline;
+        } else if (bit == 2) {
+            if (!fs_plain(&f, &at, &klen) || !fs_is(&f, at, klen, "call"))
+                goto decline;
+        } else if (bit == 4) {
+            if (!fs_plain(&f, &tool_at, &tool_len) ||
+                tool_len >= sizeof r->tool_text)
+                goto decline;
+        } else if (!fs_args(&f, r)) {
+            goto decline;
+        }
+        fs_ws(&f);
+        if (f.i < f.n && line[f.i] == ',') {
+            f.i++;
+            continue;
+        }
+        if (f.i < f.n && line[f.i] == '}')
+            break;
+        goto decline;
+    }
+    f.i++;
+    fs_ws(&f);
+    if (f.i != f.n || (seen & 7) != 7)
+        goto decline;
+    memcpy(r->tool_text, line + tool_at, tool_len);
+    r->tool_text[tool_len] = '\0';
+    r->tool = r->tool_text;
+    r->id = r->root;
+    r->op = SERVE_OP_CALL;
+    return true;
+decline:
+    serve_request_clear(r);
+    r->op = SERVE_OP_UNKNOWN;
+    return false;
+}
+
+/* ---- the general path ---- */
+
 const char *serve_request_parse(const char *line, size_t len,
                                 bool envelope_only, struct serve_request *r,
                                 char *msg, size_t size)
+{
+    if (!envelope_only && serve_request_fast(line, len, r))
+        return NULL;
+    return serve_request_parse_tree(line, len, envelope_only, r, msg, size);
+}
+
+const char *serve_request_parse_tree(const char *line, size_t len,
+                                     bool envelope_only,
+                                     struct serve_request *r, char *msg,
+                                     size_t size)
 {
     struct json_object *o = NULL, *tool = NULL;
     struct aur_error err;
@@ -184,5 +401,7 @@ const char *serve_request_parse(const char *line, size_t len,
 void serve_request_clear(struct serve_request *r)
 {
     json_object_put(r->root);
-    memset(r, 0, sizeof *r);
+    json_object_put(r->own_args);
+    r->root = r->id = r->args = r->own_args = NULL;
+    r->tool = NULL;
 }

@@ -26,7 +26,7 @@ SEED=${FUZZ_SEED:-0}
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz-clang}
 CC=${CC:-clang}
 ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames
-fuzz_sse fuzz_url fuzz_scope fuzz_event fuzz_call_reply"
+fuzz_sse fuzz_url fuzz_scope fuzz_event fuzz_call_reply fuzz_serve_request"
 
 for v in "$SECONDS_PER" "$SEED"; do
     case $v in
@@ -72,6 +72,9 @@ sources() {
     fuzz_call_reply)
         echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" \
             "$c/engine/call_reply.c $c/engine/util.c" ;;
+    fuzz_serve_request)
+        echo "$ROOT/fuzz/fuzz_serve_request.c $ROOT/cli/serve_request.c" \
+            "$c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" ;;
     fuzz_sse)
         echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c $c/aurx/grow.c" ;;
     fuzz_url)
@@ -98,6 +101,7 @@ corpus_of() {
     fuzz_scope) echo scope ;;
     fuzz_event) echo event ;;
     fuzz_call_reply) echo call_reply ;;
+    fuzz_serve_request) echo serve_request ;;
     esac
 }
 
@@ -109,6 +113,7 @@ defines_of() {
     fuzz_sse | fuzz_url) echo "-I$ROOT/plugins/transport-http" ;;
     fuzz_scope) echo "-I$ROOT/plugins/ext-tool-contract" ;;
     fuzz_event) echo "-I$ROOT/plugins/ext-world-events" ;;
+    fuzz_serve_request) echo "-DFUZZ_OWN_JSON_PARSE -I$ROOT/cli" ;;
     esac
 }
 

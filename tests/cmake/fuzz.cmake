@@ -44,6 +44,12 @@ if(TARGET aurora-mcp-internal)
                       LIBS aurora-mcp-internal)
   aur_add_fuzz_replay(fuzz_call_reply SOURCE fuzz_call_reply.c CORPUS call_reply
                       LIBS aurora-mcp-internal)
+  # serve's request reader, compiled from the CLI's own source.
+  aur_add_fuzz_replay(fuzz_serve_request SOURCE fuzz_serve_request.c
+                      CORPUS serve_request
+                      EXTRA ${CMAKE_SOURCE_DIR}/cli/serve_request.c
+                      INCLUDES ${CMAKE_SOURCE_DIR}/cli
+                      LIBS aurora-mcp-internal)
 endif()
 if(TARGET fuzz_rpc_frames_replay)
   # The same corpus without the harness's drain: close while server

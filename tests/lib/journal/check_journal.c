@@ -176,18 +176,6 @@ START_TEST(occurred_at_now)
 }
 END_TEST
 
-/* The scopes object of visited line i, as text. */
-static const char *scopes_of(struct lines *l, size_t i, char *buf,
-                             size_t size)
-{
-    struct json_object *o = json_tokener_parse(l->v[i]);
-    snprintf(buf, size, "%s",
-             json_object_to_json_string_ext(
-                 json_object_object_get(o, "scopes"), JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return buf;
-}
-
 START_TEST(per_scope_sequences)
 {
     struct aur__journal *j = open_ok();

@@ -18,7 +18,9 @@
 #include "journal_fixture.h"
 
 /* The file as a v1 host created it: its schema, word for word, and three
- * commits, ids c1 to c3, scopes {a}, {a, b} and {b}. */
+ * commits, ids c1 to c3, scopes {a}, {a, b} and {b}.  A copy of the first
+ * migration on purpose: that is the shipped format, and the test must
+ * keep reading it if the step were ever edited (which its rule forbids). */
 static const char v1_schema[] =
     "CREATE TABLE schema_meta("
     " singleton INTEGER PRIMARY KEY CHECK(singleton = 1),"
@@ -72,18 +74,6 @@ static void make_v1(const char *extra_sql)
                                    NULL, &msg) == SQLITE_OK,
                   "%s", msg ? msg : "");
     sqlite3_close(db);
-}
-
-/* The scopes object of visited line i, as text. */
-static const char *scopes_of(struct lines *l, size_t i, char *buf,
-                             size_t size)
-{
-    struct json_object *o = json_tokener_parse(l->v[i]);
-    snprintf(buf, size, "%s",
-             json_object_to_json_string_ext(
-                 json_object_object_get(o, "scopes"), JSON_C_TO_STRING_PLAIN));
-    json_object_put(o);
-    return buf;
 }
 
 START_TEST(v1_file_migrates_to_v2)

@@ -233,3 +233,14 @@ void sql_exec(const char *sql)
                   "%s: %s", sql, sqlite3_errmsg(db));
     sqlite3_close(db);
 }
+
+/* The scopes object of visited line i, as text. */
+const char *scopes_of(struct lines *l, size_t i, char *buf, size_t size)
+{
+    struct json_object *o = json_tokener_parse(l->v[i]);
+    snprintf(buf, size, "%s",
+             json_object_to_json_string_ext(
+                 json_object_object_get(o, "scopes"), JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return buf;
+}

@@ -53,6 +53,8 @@ int collect(void *ud, struct json_object *o);
 void lines_free(struct lines *l);
 void each_ok(struct aur__journal *j, int64_t after, const char *scope,
              struct lines *l);
+/* The scopes object of visited line i, as text in buf. */
+const char *scopes_of(struct lines *l, size_t i, char *buf, size_t size);
 
 /* One integer from a query, or run a statement, on dbpath directly
  * (SQLite or libpq). */

@@ -4,7 +4,7 @@
  * migrated to v2 (scope rows keyed by (scope, sequence), an index on
  * commit_seq) in one transaction: the commits, their scopes, sequences
  * and idempotency are as before, and a step that fails leaves the file
- * as it was.
+ * as it was, and hosts that open the file together migrate it once.
  */
 #include "aur_setup.h"
 
@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -180,6 +182,56 @@ START_TEST(failed_migration_leaves_v1)
 }
 END_TEST
 
+/* Hosts that open a v1 file at the same moment: one migrates, the others
+ * wait for its write lock and find v2; all of them then write. */
+START_TEST(hosts_opening_a_v1_file_together)
+{
+    enum { HOSTS = 4 };
+    pid_t pid[HOSTS];
+    int go[2], status;
+
+    make_v1(NULL);
+    ck_assert_int_eq(pipe(go), 0);
+    for (int i = 0; i < HOSTS; i++) {
+        ck_assert_int_ge(pid[i] = fork(), 0);
+        if (pid[i] == 0) {
+            struct aur__journal *j = NULL;
+            struct aur_error err;
+            struct tc t;
+            char id[16], b;
+            int ok;
+
+            close(go[1]);
+            (void)!read(go[0], &b, 1); /* EOF: all of them go */
+            snprintf(id, sizeof id, "h%d", i);
+            mk(&t, id, "s", "a,h", NULL);
+            ok = aur__journal_open(dbpath, NULL, &j, &err) == AUR_OK &&
+                 append(j, &t, NULL, NULL, &err) == AUR_OK;
+            aur__journal_close(j);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    for (int i = 0; i < HOSTS; i++) {
+        ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "host %d failed", i);
+    }
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commits"), 3 + HOSTS);
+    /* every scope dense from 1: the migrated rows and the new ones */
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM (SELECT scope, COUNT(*) n,"
+                             " MIN(sequence) lo, MAX(sequence) hi FROM"
+                             " world_commit_scopes GROUP BY scope) WHERE"
+                             " lo = 1 AND hi = n"),
+                     3);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'a'"),
+                     2 + HOSTS);
+}
+END_TEST
+
 TCase *journal_migrate_tcase(void);
 
 TCase *journal_migrate_tcase(void)
@@ -190,6 +242,7 @@ TCase *journal_migrate_tcase(void)
     if (!on_pg()) {
         tcase_add_test(tc, v1_file_migrates_to_v2);
         tcase_add_test(tc, failed_migration_leaves_v1);
+        tcase_add_test(tc, hosts_opening_a_v1_file_together);
     }
     return tc;
 }

@@ -432,6 +432,28 @@ static void cg_kill_wait(int64_t until)
     }
 }
 
+/* Without a cgroup, after the App's group was sent SIGKILL: wait up to a
+ * round for it to die and be reaped.  When it was all there was (the
+ * common case), kill_all then ends without reading /proc at all. */
+static void app_death_wait(struct shim *s, int64_t until)
+{
+    int64_t end = stdio_mono_ms() + SHIM_ROUND_MS;
+
+    if (end > until)
+        end = until;
+    reap(s);
+    while (s->app_alive) {
+        int64_t left = end - stdio_mono_ms();
+        struct pollfd p = {.fd = FD_SIG, .events = POLLIN};
+
+        if (left <= 0)
+            break;
+        poll(&p, 1, (int)left);
+        drain_signals(); /* a stop's SIGTERM: we are killing already */
+        reap(s);
+    }
+}
+
 static void kill_all(struct shim *s)
 {
     int64_t until = stdio_mono_ms() + SHIM_KILL_MS;
@@ -457,9 +479,13 @@ static void kill_all(struct shim *s)
          * supervisors killing at the same moment must not each read all
          * of /proc (check_contain test_close_many_stubborn: 150 of them
          * without cgroups were gone 2.7 s after their EOF with a walk
-         * each, 2.4 s without; 2 s of it is their graces). */
+         * each, 2.4 s without; 2 s of it is their graces).  A round
+         * without a cgroup first gives the App its moment to die: walking
+         * while it is still dying found only it. */
         if (s->cgroup)
             cg_kill_wait(until);
+        else if (s->app_alive)
+            app_death_wait(s, until);
         reap(s);
         if (has_children())
             found = walk(s, SIGKILL, 0);

@@ -694,9 +694,11 @@ struct aur_extension_ops {
                          const struct aur_tool_ref *tool,
                          struct json_object *tool_json,
                          struct json_object *scopes, struct aur_error *err);
-    /* Before each call.  arguments borrowed; scopes (writable) holds the
-     * resolved {"observe":[...],"publish":[...]}, pre-filled with the
-     * templates.  AUR_DECLINE or negative = the call fails, not sent. */
+    /* Before each call.  arguments borrowed; NULL for a call without
+     * arguments, read as {} (the server is sent {}).  scopes (writable)
+     * holds the resolved {"observe":[...],"publish":[...]}, pre-filled
+     * with the templates.  AUR_DECLINE or negative = the call fails, not
+     * sent. */
     int (*resolve_scope)(void *st, void *session,
                          const struct aur_tool_ref *tool,
                          struct json_object *arguments,

@@ -241,15 +241,37 @@ static int query_int(struct aur__jsqlite *j, const char *sql, int64_t *out,
     return src;
 }
 
+/* How long a statement waits for another connection's lock. */
+#define BUSY_MS 5000
+#define BUSY_STEP_MS 5
+
+/*
+ * Turning a new file to WAL takes an exclusive lock, and when another
+ * connection is doing the same at that moment (hosts, or a host and a
+ * journal reader, opening a new file together) SQLite answers BUSY at
+ * once: it skips the busy handler so that two connections that each
+ * hold a shared lock cannot wait for each other forever.  The statement
+ * ends and lets its lock go, so trying again, for as long as the busy
+ * timeout, cannot deadlock (check_journal
+ * hosts_opening_a_new_file_together).
+ */
 static int set_wal(struct aur__jsqlite *j, const char *path,
                    struct aur_error *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = AUR_OK;
-    int src = sqlite3_prepare_v2(j->db, "PRAGMA journal_mode=WAL", -1, &st,
+    int rc = AUR_OK, src;
+
+    for (int waited = 0;; waited += BUSY_STEP_MS) {
+        src = sqlite3_prepare_v2(j->db, "PRAGMA journal_mode=WAL", -1, &st,
                                  NULL);
-    if (src == SQLITE_OK)
-        src = sqlite3_step(st);
+        if (src == SQLITE_OK)
+            src = sqlite3_step(st);
+        if (src != SQLITE_BUSY || waited >= BUSY_MS)
+            break;
+        sqlite3_finalize(st);
+        st = NULL;
+        sqlite3_sleep(BUSY_STEP_MS);
+    }
     if (src != SQLITE_ROW)
         rc = aur_fail(err, AUR_E_JOURNAL, src, "journal %s: %s", path,
                       sqlite3_errmsg(j->db));
@@ -370,7 +392,7 @@ static int sq_open(const char *path, const struct aur__jopts *o, void **out,
                       j->db ? sqlite3_errmsg(j->db) : sqlite3_errstr(src));
         goto fail;
     }
-    sqlite3_busy_timeout(j->db, 5000);
+    sqlite3_busy_timeout(j->db, BUSY_MS);
     {
         /* Keep the WAL file across runs: a short run (discover, call)
          * does not create and delete it each time.  sq_close empties

@@ -89,8 +89,8 @@ static const char *const take[] = {
     "{\"id\":0,\"op\":\"call\",\"tool\":\"t\",\"arguments\":{ }}\n",
     "{\"id\":-999999999999999999,\"op\":\"call\",\"tool\":\"t\"}",
     "{\"op\":\"call\",\"tool\":\"t\",\"id\":\"req 7\"}",
-    " { \"id\" : 3 , \"arguments\" : {\"a\":[1,{\"b\":\"}]\\\"\"}],"
-    "\"n\":12345678901234567890123},\"tool\":\"t\",\"op\":\"call\"}\r\n",
+    (" { \"id\" : 3 , \"arguments\" : {\"a\":[1,{\"b\":\"}]\\\"\"}],"
+     "\"n\":12345678901234567890123},\"tool\":\"t\",\"op\":\"call\"}\r\n"),
     "{\"id\":1,\"op\":\"call\",\"tool\":\"\",\"arguments\":{\"\\u00e9\":1}}",
 };
 static const char *const leave[] = {

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@
 /* ------------------------------------------------------------------ */
 
 #define CG_PREFIX "aurora-mcp-"
+/* release: how long it sleeps between tries when nothing wakes it. */
+#define RELEASE_ROUND_MS 20
 
 /* Our cgroup v2 path ("0::<path>" of /proc/self/cgroup). */
 static bool own_cgroup(char *out, size_t size)
@@ -157,7 +160,7 @@ void stdio_cgroup_sweep(int base)
             fstatat(base, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
             sb.st_mtime > old)
             continue;
-        unlinkat(base, de->d_name, AT_REMOVEDIR);
+        stdio_cgroup_remove(base, de->d_name);
     }
     closedir(d);
 }
@@ -210,23 +213,32 @@ void stdio_contain_backstop(const struct stdio_contain *ct, pid_t shim)
     kill(-shim, SIGKILL);
 }
 
-int stdio_contain_release(struct stdio_contain *ct)
+int stdio_contain_release(struct stdio_contain *ct, int64_t until)
 {
-    int64_t until = stdio_mono_ms() + 1000;
     int e = 0;
 
     stdio_close_fd(&ct->ctl_w);
-    if (ct->cg_dir >= 0) {
-        /* The supervisor removed it unless it was killed first. */
-        while (unlinkat(ct->cg_dir, ct->cg_name, AT_REMOVEDIR) != 0) {
-            e = errno == ENOENT ? 0 : errno;
-            if (e != EBUSY || stdio_mono_ms() >= until)
-                break;
+    /* The supervisor removed it unless it was killed first, or its
+     * members took longer to die than it waited. */
+    if (ct->cg_dir >= 0 &&
+        (e = stdio_cgroup_remove(ct->cg_dir, ct->cg_name)) == EBUSY) {
+        char path[sizeof ct->cg_name + 16];
+        int ev;
+        snprintf(path, sizeof path, "%s/cgroup.events", ct->cg_name);
+        ev = openat(ct->cg_dir, path, O_RDONLY | O_CLOEXEC);
+        while (e == EBUSY && stdio_mono_ms() < until) {
+            struct pollfd p = {.fd = ev, .events = POLLPRI};
+            char buf[256];
             if (ct->cg_kill >= 0)
                 (void)!write(ct->cg_kill, "1", 1);
-            struct timespec ts = {0, 10 * 1000000L};
-            nanosleep(&ts, NULL);
+            /* Woken when "populated" changes (ev < 0: a plain sleep);
+             * the read re-arms it. */
+            if (poll(&p, 1, RELEASE_ROUND_MS) > 0)
+                (void)!pread(ev, buf, sizeof buf, 0);
+            e = stdio_cgroup_remove(ct->cg_dir, ct->cg_name);
         }
+        if (ev >= 0)
+            close(ev);
     }
     stdio_close_fd(&ct->cg_kill);
     ct->cg_dir = -1; /* the spawner's, borrowed */

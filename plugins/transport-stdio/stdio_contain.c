@@ -506,7 +506,7 @@ static void kill_all(struct shim *s)
     cg_kill_wait(until);
 done:
     if (s->cgroup)
-        unlinkat(FD_CGDIR, s->cg_name, AT_REMOVEDIR);
+        stdio_cgroup_remove(FD_CGDIR, s->cg_name);
 }
 
 /* ------------------------------------------------------------------ */

@@ -320,7 +320,7 @@ int stdio_spawner_create(struct stdio_spawner **out,
             ct.cg_dir = a.cg_dir;
             ct.cg_kill = a.cg_kill;
             memcpy(ct.cg_name, a.cg_name, sizeof ct.cg_name);
-            stdio_contain_release(&ct);
+            stdio_contain_release(&ct, stdio_mono_ms() + STDIO_DEATH_MS);
         } else {
             stdio_close_fd(&sp->cg_base);
             why = e == ENOENT ? "the kernel has no cgroup.kill (Linux 5.14)"

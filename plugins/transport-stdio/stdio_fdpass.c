@@ -333,7 +333,7 @@ static void discard(struct stdio_spawner *sp, struct spawn_rep *r, int *got)
     if (r->rc == 0 && r->pid > 0)
         stdio_kill_reap(r->pid);
     if (ct.cg_dir >= 0)
-        stdio_contain_release(&ct);
+        stdio_contain_release(&ct, stdio_mono_ms() + STDIO_DEATH_MS);
 }
 
 /* Wait on sp->cv (mu held) until until (stdio_mono_ms): false once it

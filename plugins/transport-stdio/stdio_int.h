@@ -12,6 +12,8 @@
  *                   (stdio_supervisor.c reads its arguments)
  *   stdio_cgroup.c  the host's side of it: the App's cgroup, the stop
  *                   signals
+ *   stdio_cgtree.c  removing an App's cgroup and the cgroups the App
+ *                   made below it (both sides)
  *   stdio_io.c      the per-child I/O thread (framing, stderr, exit
  *                   watch, on_closed) and the stdin writer
  *   stdio_ids.c     the ids of the requests awaiting a reply
@@ -378,6 +380,14 @@ int64_t stdio_mono_ms(void);
  * its App: nothing else of it to wait for). */
 void stdio_kill_reap(pid_t pid);
 
+/* ---- stdio_cgtree.c (the supervisor's and the host's) -------------- */
+
+/* rmdir of the cgroup dir/name and of every cgroup below it, deepest
+ * first (16 levels at most).  0 (also when it was gone), or an errno:
+ * EBUSY while a process is in it or below, ELOOP when the App nested
+ * cgroups deeper than that. */
+int stdio_cgroup_remove(int dir, const char *name);
+
 /* ---- stdio_cgroup.c ------------------------------------------------ */
 
 /* Our own cgroup v2 directory (O_DIRECTORY), or -1 with *why set. */
@@ -407,9 +417,16 @@ void stdio_contain_term(pid_t shim);
 void stdio_contain_kill(pid_t shim);
 void stdio_contain_backstop(const struct stdio_contain *ct, pid_t shim);
 /* After the supervisor is reaped: close the lifeline, remove the App's
- * cgroup (killing what is left in it, bounded).  0, or the errno of the
- * removal (EBUSY: processes that would not die remain). */
-int stdio_contain_release(struct stdio_contain *ct);
+ * cgroup and any below it, killing what is left in them, until the
+ * removal succeeds or until (stdio_mono_ms) passes.  0, or the errno of
+ * the removal (stdio_cgroup_remove: EBUSY, a process is still dying). */
+int stdio_contain_release(struct stdio_contain *ct, int64_t until);
+/* How long a SIGKILLed process may take to be gone before close gives up
+ * on it and says so.  Dying is the kernel's work and takes its time: on
+ * a 2-CPU machine short of CPU and I/O, 200 Apps under ASan closed at
+ * once were not all gone 4 s after their EOF (CI); only a process stuck
+ * in uninterruptible sleep takes longer than this. */
+#define STDIO_DEATH_MS 10000
 
 /* ---- stdio_io.c ---------------------------------------------------- */
 

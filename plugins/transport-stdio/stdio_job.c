@@ -116,7 +116,7 @@ void stdio_job_close(struct stdio_exec_job *j)
         ct.cg_dir = j->a.cg_dir;
         ct.cg_kill = j->a.cg_kill;
         memcpy(ct.cg_name, j->a.cg_name, sizeof ct.cg_name);
-        stdio_contain_release(&ct);
+        stdio_contain_release(&ct, stdio_mono_ms() + STDIO_DEATH_MS);
         j->a.cg_dir = j->a.cg_kill = -1;
     }
     stdio_close_fd(&j->a.cg_kill);

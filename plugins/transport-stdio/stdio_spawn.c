@@ -25,8 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* After SIGKILL, how long the leader may take to become a zombie, and the
- * rest of its group to vanish. */
+/* How long the supervisor gets past each kill step before the host steps
+ * in (SIGUSR1, then the backstop); what SIGKILL then leaves to the kernel
+ * gets STDIO_DEATH_MS. */
 #define KILL_WAIT_MS 1000
 /* SIGTERM always gets at least this long, even past the deadline. */
 #define TERM_MIN_MS 200
@@ -143,16 +144,20 @@ static int set_nonblock(int fd)
     return 0;
 }
 
-static void child_free(struct stdio_child *ch)
+/* gone_by (stdio_mono_ms): when the App's processes, SIGKILLed, must be
+ * gone from its cgroup. */
+static void child_free(struct stdio_child *ch, int64_t gone_by)
 {
-    int e = stdio_contain_release(&ch->ct);
+    int e = stdio_contain_release(&ch->ct, gone_by);
 
     if (e != 0)
-        ch->conn->st->host->log(ch->conn->st->self, AUR_LOG_WARN,
-                                "%s: cgroup %s not removed: %s",
-                                ch->conn->package, ch->ct.cg_name,
-                                e == EBUSY ? "processes would not die"
-                                           : "cannot remove it");
+        ch->conn->st->host->log(
+            ch->conn->st->self, AUR_LOG_WARN, "%s: cgroup %s not removed: %s",
+            ch->conn->package, ch->ct.cg_name,
+            e == EBUSY   ? "a process in it was not gone after SIGKILL "
+                           "(uninterruptible sleep?)"
+            : e == ELOOP ? "the App nested cgroups below it too deep"
+                         : strerror(e));
     stdio_close_fd(&ch->in_fd);
     stdio_close_fd(&ch->out_fd);
     stdio_close_fd(&ch->err_fd);
@@ -351,7 +356,7 @@ fail:
     stdio_close_fd(&in[0]);
     stdio_close_fd(&op[1]);
     stdio_close_fd(&ep[1]);
-    child_free(ch);
+    child_free(ch, stdio_mono_ms() + STDIO_DEATH_MS);
     return code;
 }
 
@@ -501,7 +506,7 @@ void stdio_child_stop(struct stdio_child *ch, aur_deadline dl)
 {
     const struct stdio_state *st = ch->conn->st;
     const struct aur_host *h = st->host;
-    int64_t until;
+    int64_t until, gone_by;
     bool exited;
 
     pthread_mutex_lock(&ch->mu);
@@ -513,7 +518,12 @@ void stdio_child_stop(struct stdio_child *ch, aur_deadline dl)
     pthread_mutex_unlock(&ch->mu);
 
     escalate(ch, dl);
-    exited = wait_for(ch, &ch->exited, NULL, h->now_ms() + KILL_WAIT_MS);
+    /* One bound for what SIGKILL leaves to the kernel: the supervisor's
+     * exit, then the last of its group and of the App's cgroup.  The
+     * same moment on both clocks (the host's for its waits, ours for
+     * the rest). */
+    gone_by = stdio_mono_ms() + STDIO_DEATH_MS;
+    exited = wait_for(ch, &ch->exited, NULL, h->now_ms() + STDIO_DEATH_MS);
     if (exited) {
         while (waitpid(ch->pid, NULL, 0) < 0 && errno == EINTR)
             ;
@@ -522,24 +532,25 @@ void stdio_child_stop(struct stdio_child *ch, aur_deadline dl)
          * block on it. */
         waitpid(ch->pid, NULL, WNOHANG);
         h->log(st->self, AUR_LOG_WARN,
-               "%s: App process %d did not exit after SIGKILL",
-               ch->conn->package, (int)ch->pid);
+               "%s: App process %d not gone %d s after SIGKILL",
+               ch->conn->package, (int)ch->pid, STDIO_DEATH_MS / 1000);
     }
-    until = h->now_ms() + KILL_WAIT_MS;
-    while (group_alive(ch->pid) && h->now_ms() < until) {
+    for (int ms = GROUP_POLL_MS;
+         group_alive(ch->pid) && stdio_mono_ms() < gone_by;
+         ms = ms * 2 > 100 ? 100 : ms * 2) {
         /* Live members keep the group id reserved, so this cannot hit a
          * stranger. */
         kill(-ch->pid, SIGKILL);
-        sleep_ms(GROUP_POLL_MS);
+        sleep_ms(ms);
     }
     if (group_alive(ch->pid))
         h->log(st->self, AUR_LOG_WARN,
-               "%s: process group %d survived SIGKILL", ch->conn->package,
-               (int)ch->pid);
+               "%s: process group %d not gone %d s after SIGKILL",
+               ch->conn->package, (int)ch->pid, STDIO_DEATH_MS / 1000);
 
     wait_for(ch, &ch->out_done, &ch->err_done, h->now_ms() + DRAIN_MS);
     while (write(ch->stop_w, "x", 1) < 0 && errno == EINTR)
         ;
     pthread_join(ch->thread, NULL);
-    child_free(ch);
+    child_free(ch, gone_by);
 }

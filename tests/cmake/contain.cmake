@@ -14,4 +14,11 @@ if(TARGET aurora-mcp AND TARGET aurora-mcp-cli)
                 DEPENDS transport-stdio aur-fixture-server aurora-mcp-cli
                         aur-contain-app
                 TIMEOUT 900)
+  # The App's cgroup: one the App nested cgroups in, and Apps that die
+  # slowly after SIGKILL (frozen with the cgroup v1 freezer).
+  aur_add_check(check_contain_cgroup SOURCES system/check_contain_cgroup.c
+                LIBS aurora-mcp aur_test_support
+                DEPENDS transport-stdio aur-fixture-server aurora-mcp-cli
+                        aur-contain-app
+                TIMEOUT 300)
 endif()

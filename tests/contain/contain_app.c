@@ -2,7 +2,7 @@
  * contain_app.c - aur-contain-app, an App that tries to outlive its host.
  *
  *   aur-contain-app --record FILE [--wrapped] [--delay-ms N]
- *                   -- COMMAND [ARG...]
+ *                   [--nest-cgroup FILE] -- COMMAND [ARG...]
  *
  * Starts, and records in FILE (one line each: "<pid> <starttime> <label>",
  * appended with one write):
@@ -16,7 +16,11 @@
  *   sh1, sh2 an `sh -c` chain: sh1 runs sh2 runs a sleeper (no exec)
  *   sleeper  the end of that chain, ignoring SIGTERM and SIGHUP
  * then sleeps N ms (a slow start) and execs COMMAND (the MCP server, e.g.
- * aur-fixture-server).  Every process it leaves sleeps at most
+ * aur-fixture-server).  With --nest-cgroup, before that, an App that was
+ * given a cgroup of its own ("aurora-mcp-*") makes two cgroups below it,
+ * evil/deeper, moves itself into the deeper one and writes its own
+ * cgroup's directory to FILE ("-" when it has none): rmdir of the App's
+ * cgroup alone then fails.  Every process it leaves sleeps at most
  * LIFETIME_S seconds, a safety net if containment fails.
  *
  * Helpers for the chain (internal):
@@ -34,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,9 +155,65 @@ static void sh_chain(const char *self, const char *file)
     }
 }
 
+/* The cgroup v2 directory of ours, if it is an App's ("aurora-mcp-*"):
+ * the usual mount points only (a test helper). */
+static bool own_app_cgroup(char *dir, size_t size)
+{
+    static const char *const mounts[] = {"/sys/fs/cgroup/unified",
+                                         "/sys/fs/cgroup"};
+    char line[1024], probe[1200];
+    bool found = false;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+
+    if (!f)
+        return false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strncmp(line, "0::/", 4) == 0;
+    fclose(f);
+    line[strcspn(line, "\n")] = '\0';
+    if (!found || !strstr(line, "/aurora-mcp-"))
+        return false;
+    for (size_t i = 0; i < sizeof mounts / sizeof *mounts; i++) {
+        snprintf(probe, sizeof probe, "%s%s/cgroup.kill", mounts[i],
+                 line + 3);
+        if (access(probe, W_OK) == 0) {
+            snprintf(dir, size, "%s", probe);
+            dir[strlen(dir) - strlen("/cgroup.kill")] = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+static void nest_cgroup(const char *out)
+{
+    char dir[1200], path[1300];
+    int fd;
+
+    if (!own_app_cgroup(dir, sizeof dir)) {
+        snprintf(dir, sizeof dir, "-");
+    } else {
+        snprintf(path, sizeof path, "%s/evil", dir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/evil/deeper", dir);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/evil/deeper/cgroup.procs", dir);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+            snprintf(dir, sizeof dir, "!cannot join %.1100s", path);
+        if (fd >= 0)
+            close(fd);
+    }
+    fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        (void)!write(fd, dir, strlen(dir));
+        close(fd);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    const char *file = NULL;
+    const char *file = NULL, *nest = NULL;
     bool wrapped = false;
     long delay_ms = 0;
     char self[4096];
@@ -175,6 +236,8 @@ int main(int argc, char **argv)
             wrapped = true;
         else if (strcmp(argv[i], "--delay-ms") == 0 && i + 1 < argc)
             delay_ms = atol(argv[++i]);
+        else if (strcmp(argv[i], "--nest-cgroup") == 0 && i + 1 < argc)
+            nest = argv[++i];
         else {
             fprintf(stderr, "aur-contain-app: bad option %s\n", argv[i]);
             return 2;
@@ -182,7 +245,8 @@ int main(int argc, char **argv)
     }
     if (!file || i + 1 >= argc) {
         fprintf(stderr, "usage: aur-contain-app --record FILE [--wrapped] "
-                        "[--delay-ms N] -- COMMAND [ARG...]\n");
+                        "[--delay-ms N] [--nest-cgroup FILE] -- COMMAND "
+                        "[ARG...]\n");
         return 2;
     }
     n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -195,6 +259,8 @@ int main(int argc, char **argv)
     daemonise(file);
     new_session(file);
     sh_chain(self, file);
+    if (nest)
+        nest_cgroup(nest);
     if (delay_ms > 0) {
         struct timespec ts = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)

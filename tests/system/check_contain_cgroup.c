@@ -19,6 +19,8 @@
  *   stuck   frozen until the host has given up (10 s): the host exits
  *           all the same, 0, and its log names the App and the cgroup it
  *           left and why; thawed, the App dies.
+ *   sweep   a host that starts removes the cgroups that hosts which are
+ *           gone left in its cgroup, nested ones too, and nothing else.
  *
  * Each case needs what it tests: an App in a cgroup of its own (a host
  * that may make cgroups) and, for slow and stuck, a writable v1 freezer.
@@ -489,6 +491,79 @@ out:
 }
 END_TEST
 
+/*
+ * The sweep: a host that starts removes what hosts that are gone left
+ * in its cgroup (SIGKILLed with their Apps' cgroups still there), and
+ * nothing else.  Left for it, as "aurora-mcp-<pid>-<n>": two of a dead
+ * host, 2 minutes old, one of them with cgroups nested below it; one of
+ * the same dead host made just now (it could be a host in another pid
+ * namespace setting it up); one of a live process (this test), old.
+ */
+START_TEST(test_sweep_of_dead_hosts)
+{
+    static const char *const kids[] = {"/x", "/x/y"};
+    char *dir = config(), *fixture = h_bin("bin/aur-fixture-server");
+    char base[1200], gone[2][PATH_SIZE], stays[2][PATH_SIZE];
+    char *log;
+    struct timespec old[2];
+    struct host hs;
+    pid_t dead = fork();
+
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    ck_assert(own_cgroup_dir(base, sizeof base));
+    snprintf(gone[0], PATH_SIZE, "%s/aurora-mcp-%d-1", base, (int)dead);
+    snprintf(gone[1], PATH_SIZE, "%s/aurora-mcp-%d-2", base, (int)dead);
+    snprintf(stays[0], PATH_SIZE, "%s/aurora-mcp-%d-3", base, (int)dead);
+    snprintf(stays[1], PATH_SIZE, "%s/aurora-mcp-%d-1", base, (int)getpid());
+    if (mkdir(gone[0], 0755) != 0) {
+        fprintf(stderr, "check_contain_cgroup: sweep: skipped (cannot make "
+                        "a cgroup in %s: %s)\n", base, strerror(errno));
+        goto out;
+    }
+    for (int i = 0; i < 2; i++) {
+        char sub[PATH_SIZE + 8];
+        snprintf(sub, sizeof sub, "%.1290s%s", gone[0], kids[i]);
+        ck_assert_int_eq(mkdir(sub, 0755), 0);
+    }
+    ck_assert_int_eq(mkdir(gone[1], 0755), 0);
+    ck_assert_int_eq(mkdir(stays[0], 0755), 0);
+    ck_assert_int_eq(mkdir(stays[1], 0755), 0);
+    clock_gettime(CLOCK_REALTIME, &old[0]);
+    old[0].tv_sec -= 120;
+    old[1] = old[0];
+    ck_assert_int_eq(utimensat(AT_FDCWD, gone[0], old, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, gone[1], old, 0), 0);
+    ck_assert_int_eq(utimensat(AT_FDCWD, stays[1], old, 0), 0);
+
+    ck_assert(asprintf(&log, "%s/server.log", dir) > 0);
+    h_add_logged_app(dir, "a.ini", "org.contain.sweep", 30, NULL, fixture,
+                     NULL, log, NULL);
+    start_host(&hs, dir);
+    close(hs.in_w);
+    hs.in_w = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_eq(wait_host(&hs, h_slack(30000)), 0);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(access(gone[i], F_OK) != 0,
+                      "%s (a dead host's, old) is still there", gone[i]);
+        ck_assert_msg(access(stays[i], F_OK) == 0, "%s was removed",
+                      stays[i]);
+        ck_assert_int_eq(rmdir(stays[i]), 0);
+    }
+    fprintf(stderr, "check_contain_cgroup: sweep: a dead host's two old "
+                    "cgroups removed (one with two below it), a young one "
+                    "and a live process's left\n");
+    host_free(&hs);
+    free(log);
+out:
+    h_rmtree(dir);
+    free(dir);
+    free(fixture);
+}
+END_TEST
+
 static Suite *contain_cgroup_suite(void)
 {
     Suite *s = suite_create("contain_cgroup");
@@ -497,6 +572,7 @@ static Suite *contain_cgroup_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_nested_cgroups_removed);
     tcase_add_loop_test(t, test_frozen_app, 0, 2);
+    tcase_add_test(t, test_sweep_of_dead_hosts);
     suite_add_tcase(s, t);
     return s;
 }

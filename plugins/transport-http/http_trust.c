@@ -26,6 +26,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 
 #define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
@@ -42,12 +43,30 @@ static STACK_OF(X509_INFO) *read_pem(BIO *b)
     return sk;
 }
 
+/* Verification fills in each certificate's cache of its extensions (key
+ * identifiers, constraints, purposes) on first use, and the certificates
+ * of a store are shared by every TLS connection of the App, each on a
+ * thread of its own.  Filled in here, before any connection can see
+ * them, they are only read afterwards.  (CI's ThreadSanitizer run once
+ * saw two first handshakes at once race on the test CA's key identifier,
+ * inside OpenSSL.)  X509_check_purpose with -1 only fills the cache. */
+static void fill_caches(STACK_OF(X509_INFO) *sk)
+{
+    for (int i = 0; sk && i < sk_X509_INFO_num(sk); i++) {
+        X509_INFO *in = sk_X509_INFO_value(sk, i);
+        if (in->x509)
+            (void)X509_check_purpose(in->x509, -1, 0);
+    }
+    ERR_clear_error(); /* a certificate it cannot use fails later, named */
+}
+
 /* Once per process; this module is never unloaded (http_front.c), so
  * the parsed bundle lives as long as the process.  A system without the
  * bundle trusts ca_file alone, as it did before. */
 static void load_system(void)
 {
     system_certs = read_pem(BIO_new_file(SYSTEM_BUNDLE, "r"));
+    fill_caches(system_certs);
 }
 
 static bool add_all(X509_STORE *s, STACK_OF(X509_INFO) *sk)
@@ -71,6 +90,7 @@ void *http_trust_new(const char *pem, size_t len)
         return NULL;
     pthread_once(&system_once, load_system);
     own = read_pem(BIO_new_mem_buf(pem, (int)len));
+    fill_caches(own);
     s = X509_STORE_new();
     /* What curl sets on the store it would have filled itself. */
     ok = s && X509_STORE_set_flags(s, X509_V_FLAG_PARTIAL_CHAIN |

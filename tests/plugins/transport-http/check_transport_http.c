@@ -640,6 +640,46 @@ START_TEST(open_rejects)
 }
 END_TEST
 
+/*
+ * Every TLS connection of an App verifies the server against one
+ * certificate store, built at open and shared (http_trust.c).  Each round
+ * opens the App again (a fresh store from ca_file) and sends four calls
+ * at once, so the store's first verifications run on several threads
+ * together.  Under ThreadSanitizer this is the detector for certificate
+ * data filled in lazily during verification (CI once reported a race on
+ * the test CA's key identifier there); in every build, every call must
+ * be answered.
+ */
+START_TEST(first_handshakes_together)
+{
+    enum { ROUNDS = 6, CALLS = 4 };
+
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/mcp");
+    for (int round = 0; round < ROUNDS; round++) {
+        struct aur_conn *c = open_ok();
+        set_proto(c, 1, "2026-07-28");
+        for (int i = 0; i < CALLS; i++) {
+            char id[16];
+            struct json_object *m, *p;
+            snprintf(id, sizeof id, "h%d", i);
+            m = req(id, "tools/call");
+            json_object_object_get_ex(m, "params", &p);
+            json_object_object_add(p, "name", json_object_new_string("echo"));
+            send_ok(c, m);
+        }
+        for (int i = 0; i < CALLS; i++) {
+            struct json_object *m = next_msg(5000);
+            ck_assert_msg(m != NULL, "round %d: %d of %d answers", round, i,
+                          CALLS);
+            ck_assert_str_eq(str_at(m, "result", "method"), "tools/call");
+            json_object_put(m);
+        }
+        OPS->close(c, t_now() + 2000);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("transport_http");
@@ -657,6 +697,7 @@ static Suite *suite(void)
     tcase_add_test(t, response_on_foreign_stream_dropped);
     tcase_add_test(t, event_over_limit);
     tcase_add_test(t, open_rejects);
+    tcase_add_test(t, first_handshakes_together);
     suite_add_tcase(s, t);
 
     t = tcase_create("redirects");

@@ -10,6 +10,7 @@
 #                   red run is a regression that replays the same way on
 #                   a developer's machine, not the luck of the draw; new
 #                   ground is broken by the unseeded runs (see README).
+#   FUZZ_JOBS       targets fuzzed at once (default: the number of CPUs)
 #   FUZZ_BUILD_DIR  where the fuzzers are built (default build-fuzz-clang)
 #   CC              the compiler (default clang)
 #
@@ -23,15 +24,16 @@ set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_PER=${FUZZ_SECONDS:-60}
 SEED=${FUZZ_SEED:-0}
+JOBS=${FUZZ_JOBS:-$(nproc)}
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz-clang}
 CC=${CC:-clang}
 ALL="fuzz_json fuzz_names fuzz_config fuzz_config_split fuzz_rpc_frames
 fuzz_sse fuzz_url fuzz_scope fuzz_event fuzz_call_reply fuzz_serve_request"
 
-for v in "$SECONDS_PER" "$SEED"; do
+for v in "$SECONDS_PER" "$SEED" "$JOBS"; do
     case $v in
     '' | *[!0-9]*)
-        echo "run.sh: FUZZ_SECONDS and FUZZ_SEED must be whole numbers" >&2
+        echo "run.sh: FUZZ_SECONDS, FUZZ_SEED and FUZZ_JOBS must be whole numbers" >&2
         exit 2
         ;;
     esac
@@ -141,24 +143,30 @@ if ! "$CC" -fsanitize=fuzzer,address,undefined "$SCRATCH/probe.c" \
     exit 2
 fi
 
-failed=0
+# Every target is built before any runs: a build error stops the run
+# before an hour of fuzzing is spent on the others.
 for t in $targets; do
-    bin=$BUILD/$t
     # shellcheck disable=SC2046 # word splitting of flags and globs wanted
     if ! "$CC" $CFLAGS $PKG_CFLAGS $(defines_of "$t") $(sources "$t") \
-        $PKG_LIBS -lm -lpthread -o "$bin" 2>"$SCRATCH/$t.build.log"; then
+        $PKG_LIBS -lm -lpthread -o "$BUILD/$t" 2>"$SCRATCH/$t.build.log"; then
         echo "run.sh: building $t failed:" >&2
         cat "$SCRATCH/$t.build.log" >&2
         exit 2
     fi
-    work=$SCRATCH/$t
+done
+
+# fuzz_one T: fuzz T, write its summary line to $SCRATCH/T.line and what a
+# failure leaves (the input in base64, the log's end) to $SCRATCH/T.report;
+# exit 1 on a find.  Runs beside other targets: it prints nothing itself.
+fuzz_one() {
+    local t=$1 work=$SCRATCH/$1 log rc line execs cov ft corp found a name status
     mkdir -p "$work/corpus" "$work/artifacts"
     cp "$ROOT/fuzz/corpus/$(corpus_of "$t")"/* "$work/corpus/"
     log=$work/fuzz.log
     (cd "$work" &&
         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-            "$bin" -max_total_time="$SECONDS_PER" -seed="$SEED" \
+            "$BUILD/$t" -max_total_time="$SECONDS_PER" -seed="$SEED" \
             -rss_limit_mb=2048 \
             -timeout=10 -max_len=4096 -print_final_stats=1 \
             -artifact_prefix="$work/artifacts/" "$work/corpus" \
@@ -174,6 +182,7 @@ for t in $targets; do
     corp=$(sed -nE 's/.* corp: ([0-9]+\/[0-9a-zA-Z]+).*/\1/p' <<<"$line")
 
     found=""
+    : >"$SCRATCH/$t.report"
     for a in "$work/artifacts"/*; do
         [ -f "$a" ] || continue
         mkdir -p "$ROOT/fuzz/crashes"
@@ -181,20 +190,50 @@ for t in $targets; do
         cp "$a" "$ROOT/fuzz/crashes/$name"
         found="$found fuzz/crashes/$name"
         # A CI log is all that survives a CI run: the input goes in it.
-        echo "----- $name ($(wc -c <"$a") bytes), base64 -d to replay -----" >&2
-        base64 -w 76 "$a" | head -n 80 >&2
+        {
+            echo "----- $name ($(wc -c <"$a") bytes), base64 -d to replay -----"
+            base64 -w 76 "$a" | head -n 80
+        } >>"$SCRATCH/$t.report"
     done
     if [ $rc -ne 0 ] || [ -n "$found" ]; then
         status="FAIL (rc $rc)${found:+:$found}"
-        failed=1
         cp "$log" "$ROOT/fuzz/crashes/$t.log" 2>/dev/null || true
-        echo "----- $t: last lines of the libFuzzer log -----" >&2
-        tail -n 40 "$log" >&2
+        {
+            echo "----- $t: last lines of the libFuzzer log -----"
+            tail -n 40 "$log"
+        } >>"$SCRATCH/$t.report"
     else
         status=ok
     fi
     printf '%-18s %4ss  execs %-10s cov %-6s ft %-6s corpus %-10s %s\n' \
         "$t" "$SECONDS_PER" "${execs:-?}" "${cov:-?}" "${ft:-?}" \
-        "${corp:-?}" "$status"
+        "${corp:-?}" "$status" >"$SCRATCH/$t.line"
+    [ "$status" = ok ]
+}
+
+# FUZZ_JOBS targets at a time, each a single-threaded fuzzer on its own
+# CPU: every target still gets its FUZZ_SECONDS of one CPU, and the stage
+# takes 1/FUZZ_JOBS of the time.
+running=0
+for t in $targets; do
+    if [ "$running" -ge "$JOBS" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    fuzz_one "$t" &
+    running=$((running + 1))
+done
+wait
+# In the targets' order, whatever order they ended in.
+failed=0
+for t in $targets; do
+    cat "$SCRATCH/$t.report" >&2 2>/dev/null
+    if [ -s "$SCRATCH/$t.line" ]; then
+        cat "$SCRATCH/$t.line"
+        grep -q ' ok$' "$SCRATCH/$t.line" || failed=1
+    else
+        echo "$t: no result (the fuzzing job did not finish)"
+        failed=1
+    fi
 done
 exit $failed

@@ -67,6 +67,35 @@ START_TEST(batch_mixed)
 }
 END_TEST
 
+/* A scope row of scope "boom" fails to insert until boom_off.  On SQLite
+ * with RAISE(how): ABORT undoes the statement, FAIL keeps the rows the
+ * statement wrote before it. */
+static void boom_on(const char *how)
+{
+    char sql[256];
+
+    if (on_pg()) {
+        sql_exec("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql"
+                 " AS $$BEGIN IF NEW.scope = 'boom' THEN"
+                 " RAISE EXCEPTION 'injected failure'; END IF;"
+                 " RETURN NEW; END$$;"
+                 " CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
+                 " FOR EACH ROW EXECUTE FUNCTION boom()");
+        return;
+    }
+    snprintf(sql, sizeof sql,
+             "CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
+             " WHEN NEW.scope = 'boom' BEGIN"
+             " SELECT RAISE(%s, 'injected failure'); END", how);
+    sql_exec(sql);
+}
+
+static void boom_off(void)
+{
+    sql_exec(on_pg() ? "DROP TRIGGER boom ON world_commit_scopes"
+                     : "DROP TRIGGER boom");
+}
+
 /* A storage failure in the middle of a batch (here: inside the third
  * commit, after its world_commits row was written) undoes the whole
  * transaction: no commit of it, no scope sequence used. */
@@ -80,17 +109,7 @@ START_TEST(batch_storage_failure_undoes_all)
     struct aur_error err;
 
     append_ok(j, "before", "a", NULL);
-    if (on_pg())
-        sql_exec("CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql"
-                 " AS $$BEGIN IF NEW.scope = 'boom' THEN"
-                 " RAISE EXCEPTION 'injected failure'; END IF;"
-                 " RETURN NEW; END$$;"
-                 " CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
-                 " FOR EACH ROW EXECUTE FUNCTION boom()");
-    else
-        sql_exec("CREATE TRIGGER boom BEFORE INSERT ON world_commit_scopes"
-                 " WHEN NEW.scope = 'boom' BEGIN"
-                 " SELECT RAISE(ABORT, 'injected failure'); END");
+    boom_on("ABORT");
     mk(&t[0], "new1", "summary", "a", NULL);
     mk(&t[1], "before", "summary", "a", NULL); /* present */
     mk(&t[2], "new2", "summary", "a,boom", NULL);
@@ -107,8 +126,7 @@ START_TEST(batch_storage_failure_undoes_all)
 
     /* the journal is usable at once, and the sequences continue as if the
      * failed batch had never been tried */
-    sql_exec(on_pg() ? "DROP TRIGGER boom ON world_commit_scopes"
-                     : "DROP TRIGGER boom");
+    boom_off();
     ck_assert_int_eq(aur__journal_append_batch(j, v, 4, res, &err), AUR_OK);
     ck_assert_int_eq(res[0], AUR_OK);
     ck_assert_int_eq(res[1], AUR_DECLINE);
@@ -123,6 +141,57 @@ START_TEST(batch_storage_failure_undoes_all)
     ck_assert_ptr_nonnull(strstr(l.v[2], "\"scopes\":{\"a\":3,\"boom\":1}"));
     ck_assert_ptr_nonnull(strstr(l.v[3], "\"scopes\":{\"b\":1}"));
     lines_free(&l);
+    aur__journal_close(j);
+}
+END_TEST
+
+/* The same inside one multi-row INSERT of scope rows (a batch buffers 64
+ * and writes them with one statement, which keeps the rows before a
+ * failed one: RAISE(FAIL)): the whole batch is undone all the same. */
+START_TEST(batch_failure_inside_a_scope_insert_undoes_all)
+{
+    struct aur__journal *j = open_ok();
+    enum { N = 100, BOOM = 50 };
+    static const char *const all[] = {"all"}, *const boom[] = {"all", "boom"};
+    static struct aur_commit c[N];
+    static const struct aur_commit *v[N];
+    static int res[N];
+    static char ids[N][16];
+    struct aur_error err;
+    int i;
+
+    append_ok(j, "before", "all", NULL);
+    boom_on("FAIL");
+    for (i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "c%d", i);
+        c[i] = (struct aur_commit){
+            .struct_size = sizeof c[i],
+            .commit_id = ids[i],
+            .kind = "mcp.event.received",
+            .source = "mcp:org.example.qq",
+            .summary = "summary",
+            .scopes = i == BOOM ? boom : all,
+            .n_scopes = i == BOOM ? 2 : 1,
+        };
+        v[i] = &c[i];
+    }
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err),
+                     AUR_E_JOURNAL);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], AUR_E_JOURNAL);
+    ck_assert_int_eq(aur__journal_count(j), 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 1);
+
+    boom_off();
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], AUR_OK);
+    ck_assert_int_eq(aur__journal_count(j), N + 1);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     N + 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"),
+                     N + 2);
     aur__journal_close(j);
 }
 END_TEST
@@ -466,6 +535,7 @@ Suite *journal_batch_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, batch_mixed);
     tcase_add_test(tc, batch_storage_failure_undoes_all);
+    tcase_add_test(tc, batch_failure_inside_a_scope_insert_undoes_all);
     tcase_add_test(tc, batch_large_sequences_dense);
     tcase_add_test(tc, batch_chunks_with_repeats);
     if (!on_pg()) {

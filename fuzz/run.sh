@@ -38,6 +38,10 @@ for v in "$SECONDS_PER" "$SEED" "$JOBS"; do
         ;;
     esac
 done
+if [ "$JOBS" = 0 ]; then
+    echo "run.sh: FUZZ_JOBS must be above 0" >&2
+    exit 2
+fi
 
 if ! command -v "$CC" >/dev/null 2>&1; then
     echo "run.sh: $CC not found: libFuzzer runs skipped (apt-get install clang libclang-rt-14-dev)"
@@ -157,7 +161,7 @@ done
 
 # fuzz_one T: fuzz T, write its summary line to $SCRATCH/T.line and what a
 # failure leaves (the input in base64, the log's end) to $SCRATCH/T.report;
-# exit 1 on a find.  Runs beside other targets: it prints nothing itself.
+# false on a find.  Runs beside other targets: it prints nothing itself.
 fuzz_one() {
     local t=$1 work=$SCRATCH/$1 log rc line execs cov ft corp found a name status
     mkdir -p "$work/corpus" "$work/artifacts"

@@ -145,57 +145,6 @@ START_TEST(batch_storage_failure_undoes_all)
 }
 END_TEST
 
-/* The same inside one multi-row INSERT of scope rows (a batch buffers 64
- * and writes them with one statement, which keeps the rows before a
- * failed one: RAISE(FAIL)): the whole batch is undone all the same. */
-START_TEST(batch_failure_inside_a_scope_insert_undoes_all)
-{
-    struct aur__journal *j = open_ok();
-    enum { N = 100, BOOM = 50 };
-    static const char *const all[] = {"all"}, *const boom[] = {"all", "boom"};
-    static struct aur_commit c[N];
-    static const struct aur_commit *v[N];
-    static int res[N];
-    static char ids[N][16];
-    struct aur_error err;
-    int i;
-
-    append_ok(j, "before", "all", NULL);
-    boom_on("FAIL");
-    for (i = 0; i < N; i++) {
-        snprintf(ids[i], sizeof ids[i], "c%d", i);
-        c[i] = (struct aur_commit){
-            .struct_size = sizeof c[i],
-            .commit_id = ids[i],
-            .kind = "mcp.event.received",
-            .source = "mcp:org.example.qq",
-            .summary = "summary",
-            .scopes = i == BOOM ? boom : all,
-            .n_scopes = i == BOOM ? 2 : 1,
-        };
-        v[i] = &c[i];
-    }
-    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err),
-                     AUR_E_JOURNAL);
-    for (i = 0; i < N; i++)
-        ck_assert_int_eq(res[i], AUR_E_JOURNAL);
-    ck_assert_int_eq(aur__journal_count(j), 1);
-    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 1);
-
-    boom_off();
-    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
-    for (i = 0; i < N; i++)
-        ck_assert_int_eq(res[i], AUR_OK);
-    ck_assert_int_eq(aur__journal_count(j), N + 1);
-    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
-                             " WHERE scope = 'all'"),
-                     N + 1);
-    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"),
-                     N + 2);
-    aur__journal_close(j);
-}
-END_TEST
-
 /* Many commits on one scope in one transaction: sequences stay dense
  * (the per-scope max is read inside the transaction, item by item). */
 START_TEST(batch_large_sequences_dense)
@@ -262,6 +211,47 @@ static void plain_batch(struct aur_commit *c, const struct aur_commit **v,
         v[i] = &c[i];
     }
 }
+
+/* A storage failure inside one multi-row INSERT of scope rows (a batch
+ * buffers 64 and writes them with one statement, which keeps the rows
+ * before a failed one: RAISE(FAIL)) undoes the whole batch too. */
+START_TEST(batch_failure_inside_a_scope_insert_undoes_all)
+{
+    struct aur__journal *j = open_ok();
+    enum { N = 100, BOOM = 50 };
+    static const char *const boom[] = {"all", "boom"};
+    static struct aur_commit c[N];
+    static const struct aur_commit *v[N];
+    static int res[N];
+    static char ids[N][24];
+    struct aur_error err;
+    int i;
+
+    append_ok(j, "before", "all", NULL);
+    boom_on("FAIL");
+    plain_batch(c, v, ids, N, "", "summary");
+    c[BOOM].scopes = boom; /* the 52nd scope row of the first 64 */
+    c[BOOM].n_scopes = 2;
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err),
+                     AUR_E_JOURNAL);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], AUR_E_JOURNAL);
+    ck_assert_int_eq(aur__journal_count(j), 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 1);
+
+    boom_off();
+    ck_assert_int_eq(aur__journal_append_batch(j, v, N, res, &err), AUR_OK);
+    for (i = 0; i < N; i++)
+        ck_assert_int_eq(res[i], AUR_OK);
+    ck_assert_int_eq(aur__journal_count(j), N + 1);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     N + 1);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"),
+                     N + 2);
+    aur__journal_close(j);
+}
+END_TEST
 
 /* Batches long enough for the multi-row inserts (journal_sqlite_append.c
  * inserts whole chunks and, when one holds an id already present or

@@ -218,16 +218,10 @@ fuzz_one() {
 # FUZZ_JOBS targets at a time, each a single-threaded fuzzer on its own
 # CPU: every target still gets its FUZZ_SECONDS of one CPU, and the stage
 # takes 1/FUZZ_JOBS of the time.
-running=0
-for t in $targets; do
-    if [ "$running" -ge "$JOBS" ]; then
-        wait -n || true
-        running=$((running - 1))
-    fi
-    fuzz_one "$t" &
-    running=$((running + 1))
-done
-wait
+# shellcheck source=../scripts/pool.sh
+. "$ROOT/scripts/pool.sh"
+# shellcheck disable=SC2086 # the target list is words
+pool_run "$JOBS" fuzz_one $targets
 # In the targets' order, whatever order they ended in.
 failed=0
 for t in $targets; do

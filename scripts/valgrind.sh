@@ -50,16 +50,9 @@ one() {
     fi
     rm -f "$log"
 }
-running=0
-for s in "${suites[@]}"; do
-    if [ "$running" -ge "$jobs" ]; then
-        wait -n || true
-        running=$((running - 1))
-    fi
-    one "$s" &
-    running=$((running + 1))
-done
-wait
+# shellcheck source=pool.sh
+. scripts/pool.sh
+pool_run "$jobs" one "${suites[@]}"
 # In the suites' order, whatever order they ended in.
 fail=0
 for s in "${suites[@]}"; do

@@ -76,8 +76,8 @@ static const char *const migrations[] = {
 #define COMMIT_INTO                                                         \
     "INSERT INTO world_commits(commit_id, kind, source, summary,"          \
     " occurred_at, data) VALUES "
-#define SCOPE_INTO                                                          \
-    "INSERT INTO world_commit_scopes(commit_seq, scope, sequence) VALUES "
+#define SCOPE_COLS "world_commit_scopes(commit_seq, scope, sequence) VALUES "
+#define SCOPE_INTO "INSERT INTO " SCOPE_COLS
 /* The multi-row scope insert is OR FAIL: a failed row leaves the rows
  * before it in place instead of undoing the statement, so SQLite keeps
  * no statement journal for it (a savepoint, copies of the pages it
@@ -87,9 +87,7 @@ static const char *const migrations[] = {
  * batch_failure_inside_a_scope_insert_undoes_all).  The commits' insert
  * keeps the default (ABORT): a chunk with an id already present must
  * leave nothing, AUTOINCREMENT included, and go row by row. */
-#define SCOPE_ROWS_INTO                                                     \
-    "INSERT OR FAIL INTO world_commit_scopes(commit_seq, scope, sequence)" \
-    " VALUES "
+#define SCOPE_ROWS_INTO "INSERT OR FAIL INTO " SCOPE_COLS
 
 static const char *const stmt_sql[AUR__JST_N] = {
     [AUR__JST_BEGIN] = "BEGIN IMMEDIATE",

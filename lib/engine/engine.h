@@ -201,6 +201,11 @@ int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
 /* world write through the configured writer (journal or custom). */
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err);
+/* v[0..n) in one transaction of the journal (a runtime writer gets them
+ * one by one): results as aur__journal_append_batch gives them. */
+int aur__world_append_batch(struct aur_mcp *mcp,
+                            const struct aur_commit *const *v, size_t n,
+                            int *results, struct aur_error *err);
 
 /* negotiate.c: connect + negotiate one App (phase connect). */
 int aur__app_connect(struct aur__app *app, aur_deadline dl,
@@ -277,9 +282,10 @@ void aur__lifecycle_commit_at(struct aur__app *app, const char *kind,
 /* mcp.app.failed of a, why (borrowed) in phase. */
 void aur__commit_failed(struct aur__app *a, const char *phase, int rc,
                         const char *why, const char *when);
-/* starting/ready/failed of every App that began, in config order. */
+/* starting/ready/failed of every App that began, in config order, in
+ * one batch. */
 void aur__write_startup_commits(struct aur_mcp *mcp);
-/* mcp.catalog.frozen of every ready App, in config order. */
+/* mcp.catalog.frozen of every ready App, in config order, in one batch. */
 void aur__write_frozen_commits(struct aur_mcp *mcp);
 
 /* scope_view.c: the lists of s ({"observe":[..],"publish":[..]}, a

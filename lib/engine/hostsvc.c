@@ -85,21 +85,13 @@ int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
     return rc;
 }
 
-/* One transaction in the journal; a runtime writer only knows single
- * appends, so it gets them one by one (it cannot tell "present" from
- * "written": both are AUR_OK). */
-static int host_world_write_batch(struct aur_self *self,
-                                  const struct aur_commit *const *v, size_t n,
-                                  int *results, struct aur_error *err)
+int aur__world_append_batch(struct aur_mcp *mcp,
+                            const struct aur_commit *const *v, size_t n,
+                            int *results, struct aur_error *err)
 {
-    struct aur_mcp *mcp = self ? self->mcp : NULL;
     int rc = AUR_OK;
 
-    if (n && (!v || !results))
-        return aur_fail(err, AUR_E_INVAL, 0, "world write: bad arguments");
-    if (!mcp)
-        rc = aur_fail(err, AUR_E_STATE, 0, "no world writer");
-    else if (!mcp->have_writer && !mcp->journal)
+    if (!mcp->have_writer && !mcp->journal)
         rc = aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
     if (rc != AUR_OK) {
         for (size_t i = 0; i < n; i++)
@@ -111,12 +103,28 @@ static int host_world_write_batch(struct aur_self *self,
         journal_watch(mcp);
         return rc;
     }
+    /* A runtime writer only knows single appends, so it gets them one by
+     * one (it cannot tell "present" from "written": both are AUR_OK). */
     for (size_t i = 0; i < n; i++) {
         struct aur_error e;
         aur_error_clear(&e);
         results[i] = mcp->writer.append(mcp->writer.ud, v[i], &e);
     }
     return AUR_OK;
+}
+
+static int host_world_write_batch(struct aur_self *self,
+                                  const struct aur_commit *const *v, size_t n,
+                                  int *results, struct aur_error *err)
+{
+    if (n && (!v || !results))
+        return aur_fail(err, AUR_E_INVAL, 0, "world write: bad arguments");
+    if (!self || !self->mcp) {
+        for (size_t i = 0; i < n; i++)
+            results[i] = AUR_E_STATE;
+        return aur_fail(err, AUR_E_STATE, 0, "no world writer");
+    }
+    return aur__world_append_batch(self->mcp, v, n, results, err);
 }
 
 void aur__host_vtable_init(struct aur_mcp *mcp)

@@ -8,6 +8,7 @@
 #include <aurora/aur_host.h>
 #include <check.h>
 #include <json-c/json.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,71 @@ START_TEST(failed_startup_writes_failed_commit)
 }
 END_TEST
 
+static int count_in(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* The startup commits are one transaction: a storage failure at the
+ * last of them (a trigger fails the second App's "ready") loses all
+ * four, never the first three alone, and each is logged as not written.
+ * The frozen commits are a transaction of their own and are written; a
+ * lifecycle commit that fails never fails the start. */
+START_TEST(startup_commits_are_written_whole_or_not_at_all)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "1", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_error err;
+    struct aur_mcp *h;
+    struct lines l = {0};
+    char *db, *log, *hostlog;
+    sqlite3 *sq;
+
+    h_rmtree(dir); /* a config that also logs to a file */
+    free(dir);
+    dir = h_mkconfig("log_file = host.log", NULL);
+    free(logpath);
+    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    add_fixture("a.ini", "org.test.one", 5, opts);
+    add_fixture("b.ini", "org.test.two", 5, opts);
+    /* the schema from a first run, then the trigger */
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert(asprintf(&db, "%s/data/world.sqlite3", dir) > 0);
+    ck_assert_int_eq(sqlite3_open(db, &sq), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(sq,
+                     "CREATE TRIGGER boom BEFORE INSERT ON world_commits "
+                     "WHEN NEW.kind = 'mcp.app.ready' AND "
+                     "NEW.source = 'mcp:org.test.two' "
+                     "BEGIN SELECT RAISE(FAIL, 'boom'); END",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(sq);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(aur_journal_dump(dir, 0, NULL, collect, &l, &err), AUR_OK);
+    /* the first run's six, then only the second run's frozen two */
+    ck_assert_int_eq(l.n, 8);
+    ck_assert_str_eq(l.kinds[6], "mcp.catalog.frozen");
+    ck_assert_str_eq(l.kinds[7], "mcp.catalog.frozen");
+    ck_assert_ptr_nonnull(strstr(l.ids[7], ":org.test.two:catalog-frozen"));
+    ck_assert(asprintf(&hostlog, "%s/host.log", dir) > 0);
+    log = h_slurp(hostlog);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_int_eq(count_in(log, "not written"), 4);
+    ck_assert_int_eq(count_in(log, "lifecycle commit mcp.app.starting "
+                                   "not written"),
+                     2);
+    free(log);
+    free(hostlog);
+    free(db);
+}
+END_TEST
+
 struct recorded {
     int n;
     char kinds[8][64];
@@ -183,6 +249,7 @@ void startup_world_tests(TCase *tc)
     tcase_add_test(tc, agents_patterns_pass);
     tcase_add_test(tc, lifecycle_commits_in_config_order);
     tcase_add_test(tc, failed_startup_writes_failed_commit);
+    tcase_add_test(tc, startup_commits_are_written_whole_or_not_at_all);
     tcase_add_test(tc, master_switch_off_starts_nothing);
     tcase_add_test(tc, runtime_brings_its_own_world_writer);
 }

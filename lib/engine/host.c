@@ -263,6 +263,9 @@ void aur_mcp_shutdown(struct aur_mcp *h)
     if (!h || h->shut)
         return;
     h->shut = true;
+    /* The journal's checkpoint and its syncs while the Apps close, not
+     * after them (docs/journal.md). */
+    aur__journal_settle(h->journal);
     aur__async_stop(h); /* queued calls: failed, never sent */
     if (h->apps)
         aur__close_all(h, AUR__CLOSE_GRACE_MS);

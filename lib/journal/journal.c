@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <json-c/json.h>
@@ -21,6 +22,8 @@ struct aur__journal {
     pthread_mutex_t mu; /* held around every ops call */
     const struct aur__journal_ops *ops;
     void *b;
+    pthread_t settler; /* aur__journal_settle's thread, joined by close */
+    bool settling;
 };
 
 /* Commits read per lock hold: the callback runs without the lock, so a
@@ -145,10 +148,33 @@ int aur__journal_open(const char *target, const struct aur__journal_conf *conf,
     return AUR_OK;
 }
 
+static void *settle_main(void *arg)
+{
+    struct aur__journal *j = arg;
+    pthread_mutex_lock(&j->mu);
+    j->ops->settle(j->b);
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+void aur__journal_settle(struct aur__journal *j)
+{
+    sigset_t all, old;
+
+    if (!j || !j->ops->settle || j->settling)
+        return;
+    sigfillset(&all); /* no handler of the host's runs on our thread */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    j->settling = pthread_create(&j->settler, NULL, settle_main, j) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void aur__journal_close(struct aur__journal *j)
 {
     if (!j)
         return;
+    if (j->settling)
+        pthread_join(j->settler, NULL);
     j->ops->close(j->b);
     pthread_mutex_destroy(&j->mu);
     free(j);

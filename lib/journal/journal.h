@@ -37,6 +37,14 @@ bool aur__journal_is_uri(const char *target);
 int aur__journal_open(const char *target, const struct aur__journal_conf *conf,
                       struct aur__journal **out, struct aur_error *err);
 void aur__journal_close(struct aur__journal *j);
+/* Begin copying what is committed into the store (SQLite: the WAL's
+ * checkpoint and its syncs) on a thread of the journal's own, so that it
+ * runs while the caller does other work before aur__journal_close (which
+ * joins it, then copies and syncs only what came since).  Nothing about
+ * what is committed or durable changes.  Writes may go on meanwhile; they
+ * wait for the lock as for any other call.  Once per handle, owner
+ * thread; a journal with nothing to settle or no thread: nothing. */
+void aur__journal_settle(struct aur__journal *j);
 
 /*
  * Append one commit.  Same commit_id with the same kind, source, summary,

@@ -26,7 +26,7 @@
 
 /* Bumped when ops or the structs below change; the front refuses a module
  * built for another version. */
-#define AUR__JOURNAL_BACKEND_VERSION 1
+#define AUR__JOURNAL_BACKEND_VERSION 2
 
 /* One validated commit as stored.  Strings are NUL-terminated UTF-8 with
  * no NUL inside; scopes sorted by strcmp and distinct, n_scopes >= 1;
@@ -124,6 +124,13 @@ struct aur__journal_ops {
     int (*wait)(void *b, int64_t seq, int timeout_ms, struct aur_error *err);
 
     void (*state)(void *b, struct aur__jstate *st);
+
+    /* Copy what is committed into the backend's own store now, so that
+     * close has little or nothing left to do (SQLite: a checkpoint of the
+     * WAL, synced as every checkpoint is).  Best effort: a failure leaves
+     * the store as it was, and close does the whole of it.  NULL: the
+     * backend has nothing to settle (PostgreSQL).  (Version 2.) */
+    void (*settle)(void *b);
 };
 
 /* The one symbol the PostgreSQL module exports. */

@@ -617,6 +617,15 @@ static void sq_state(void *b, struct aur__jstate *st)
     snprintf(st->last_error, sizeof st->last_error, "%s", j->last_error);
 }
 
+/* A PASSIVE checkpoint, as the thread's and the close's: it never waits
+ * for a lock, and copies what no reader still needs. */
+static void sq_settle(void *b)
+{
+    struct aur__jsqlite *j = b;
+    (void)sqlite3_wal_checkpoint_v2(j->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                    NULL, NULL);
+}
+
 const struct aur__journal_ops aur__journal_sqlite_ops = {
     .version = AUR__JOURNAL_BACKEND_VERSION,
     .name = "sqlite",
@@ -628,4 +637,5 @@ const struct aur__journal_ops aur__journal_sqlite_ops = {
     .count = sq_count,
     .wait = sq_wait,
     .state = sq_state,
+    .settle = sq_settle,
 };

@@ -376,21 +376,15 @@ static long long count_commits(const char *path)
     return n;
 }
 
-/* The WAL file stays between runs (persistent WAL), so the last close
- * must still copy every commit into the database file itself: the file
- * alone, without its -wal and -shm, holds them all. */
-START_TEST(sqlite_close_checkpoints_into_the_file)
+/* The commits the database file holds by itself: a copy of it without
+ * its -wal and -shm, read with SQLite. */
+static long long commits_in_file_alone(void)
 {
-    struct aur__journal *j = open_ok();
-    char copy[300], id[16], buf[65536];
+    char copy[300], buf[65536];
     FILE *in, *out;
     size_t n;
+    long long count;
 
-    for (int i = 0; i < 20; i++) {
-        snprintf(id, sizeof id, "c%d", i);
-        append_ok(j, id, "all", NULL);
-    }
-    aur__journal_close(j);
     snprintf(copy, sizeof copy, "%s.copy", dbpath);
     ck_assert_ptr_nonnull(in = fopen(dbpath, "rb"));
     ck_assert_ptr_nonnull(out = fopen(copy, "wb"));
@@ -398,8 +392,25 @@ START_TEST(sqlite_close_checkpoints_into_the_file)
         ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
     fclose(in);
     ck_assert_int_eq(fclose(out), 0);
-    ck_assert_int_eq(count_commits(copy), 20);
+    count = count_commits(copy);
     unlink(copy);
+    return count;
+}
+
+/* The WAL file stays between runs (persistent WAL), so the last close
+ * must still copy every commit into the database file itself: the file
+ * alone, without its -wal and -shm, holds them all. */
+START_TEST(sqlite_close_checkpoints_into_the_file)
+{
+    struct aur__journal *j = open_ok();
+    char id[16];
+
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof id, "c%d", i);
+        append_ok(j, id, "all", NULL);
+    }
+    aur__journal_close(j);
+    ck_assert_int_eq(commits_in_file_alone(), 20);
 }
 END_TEST
 
@@ -433,6 +444,69 @@ START_TEST(sqlite_close_empties_the_wal)
         ck_assert_int_eq(wal_size(), 0);
     }
     ck_assert_int_eq(count_commits(dbpath), 60);
+}
+END_TEST
+
+/* aur__journal_settle (the host calls it as its shutdown begins): the
+ * checkpoint runs on a thread of the journal's own while writers go on,
+ * from this thread and another; close joins it and copies the rest.
+ * Every commit is then in the file alone, numbered in order, and the
+ * WAL is emptied as by any close. */
+struct settle_writer {
+    struct aur__journal *j;
+    int failures; /* counted here, asserted on the test's thread */
+};
+
+static void *append_after_settle(void *arg)
+{
+    struct settle_writer *w = arg;
+    const char *scopes[] = {"all"};
+    struct aur_error err;
+    char id[16];
+    /* its own commits: the fixture's mk is for the test thread alone */
+    for (int i = 0; i < 40; i++) {
+        struct aur_commit c = {.struct_size = sizeof c, .commit_id = id,
+                               .kind = "k", .source = "s",
+                               .summary = "after settle", .scopes = scopes,
+                               .n_scopes = 1};
+        snprintf(id, sizeof id, "other%d", i);
+        if (aur__journal_append(w->j, &c, NULL, NULL, &err) != AUR_OK)
+            w->failures++;
+    }
+    return NULL;
+}
+
+START_TEST(settle_runs_beside_writers_and_close_keeps_all)
+{
+    struct aur__journal *j = open_ok();
+    struct settle_writer w = {j, 0};
+    char id[16];
+    pthread_t th;
+
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "before%d", i);
+        append_ok(j, id, "all", NULL);
+    }
+    aur__journal_settle(j);
+    aur__journal_settle(j); /* once per handle: a second does nothing */
+    ck_assert_int_eq(pthread_create(&th, NULL, append_after_settle, &w), 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "after%d", i);
+        append_ok(j, id, "all", NULL);
+    }
+    pthread_join(th, NULL);
+    ck_assert_int_eq(w.failures, 0);
+    aur__journal_close(j);
+    if (!on_pg()) { /* PostgreSQL has nothing to settle */
+        /* first: the last connection to close (sql_int's) deletes it */
+        ck_assert_int_eq(wal_size(), 0);
+        ck_assert_int_eq(commits_in_file_alone(), 120);
+    }
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commits"), 120);
+    ck_assert_int_eq(sql_int("SELECT MAX(seq) FROM world_commits"), 120);
+    ck_assert_int_eq(sql_int("SELECT MAX(sequence) FROM world_commit_scopes"
+                             " WHERE scope = 'all'"),
+                     120);
 }
 END_TEST
 
@@ -539,6 +613,7 @@ Suite *journal_batch_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, concurrent_writers);
+    tcase_add_test(tc, settle_runs_beside_writers_and_close_keeps_all);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -202,7 +202,8 @@ int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err);
 /* v[0..n) in one transaction of the journal (a runtime writer gets them
- * one by one): results as aur__journal_append_batch gives them. */
+ * one by one): results as aur__journal_append_batch gives them.  mcp NULL
+ * or no journal: AUR_E_STATE for all. */
 int aur__world_append_batch(struct aur_mcp *mcp,
                             const struct aur_commit *const *v, size_t n,
                             int *results, struct aur_error *err);

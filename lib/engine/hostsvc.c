@@ -91,7 +91,9 @@ int aur__world_append_batch(struct aur_mcp *mcp,
 {
     int rc = AUR_OK;
 
-    if (!mcp->have_writer && !mcp->journal)
+    if (!mcp)
+        rc = aur_fail(err, AUR_E_STATE, 0, "no world writer");
+    else if (!mcp->have_writer && !mcp->journal)
         rc = aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
     if (rc != AUR_OK) {
         for (size_t i = 0; i < n; i++)
@@ -119,12 +121,8 @@ static int host_world_write_batch(struct aur_self *self,
 {
     if (n && (!v || !results))
         return aur_fail(err, AUR_E_INVAL, 0, "world write: bad arguments");
-    if (!self || !self->mcp) {
-        for (size_t i = 0; i < n; i++)
-            results[i] = AUR_E_STATE;
-        return aur_fail(err, AUR_E_STATE, 0, "no world writer");
-    }
-    return aur__world_append_batch(self->mcp, v, n, results, err);
+    return aur__world_append_batch(self ? self->mcp : NULL, v, n, results,
+                                   err);
 }
 
 void aur__host_vtable_init(struct aur_mcp *mcp)

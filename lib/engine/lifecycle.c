@@ -59,12 +59,12 @@ static void lc_add(struct lc_group *g, struct aur__app *app, const char *kind,
                    struct json_object *data, const char *when)
 {
     struct aur_mcp *mcp = app->mcp;
-    struct lc_item it = {.app = app, .summary = summary, .data = data};
+    const char *pkg = app->cfg->package;
+    struct lc_item it = {.app = app, .summary = summary, .data = data}, *slot;
 
-    it.id = aur__strdup_printf("mcp:%s:%s:%s", mcp->startup_id,
-                               app->cfg->package, suffix);
-    it.source = aur__strdup_printf("mcp:%s", app->cfg->package);
-    it.scope = aur__strdup_printf("aurora:mcp:%s", app->cfg->package);
+    it.id = aur__strdup_printf("mcp:%s:%s:%s", mcp->startup_id, pkg, suffix);
+    it.source = aur__strdup_printf("mcp:%s", pkg);
+    it.scope = aur__strdup_printf("aurora:mcp:%s", pkg);
     if (g->n == g->cap || !it.id || !it.source || !it.scope || !summary ||
         !data) {
         aur__log(mcp->log, AUR_LOG_ERROR, app->tag,
@@ -72,20 +72,20 @@ static void lc_add(struct lc_group *g, struct aur__app *app, const char *kind,
         item_free(&it);
         return;
     }
-    it.scopes[0] = it.scope;
-    g->v[g->n] = it;
-    g->v[g->n].c = (struct aur_commit){
-        .struct_size = sizeof(struct aur_commit),
-        .commit_id = it.id,
+    slot = &g->v[g->n++];
+    *slot = it;
+    slot->scopes[0] = slot->scope;
+    slot->c = (struct aur_commit){
+        .struct_size = sizeof slot->c,
+        .commit_id = slot->id,
         .kind = kind,
-        .source = it.source,
-        .summary = it.summary,
+        .source = slot->source,
+        .summary = slot->summary,
         .occurred_at = when,
-        .scopes = g->v[g->n].scopes,
+        .scopes = slot->scopes,
         .n_scopes = 1,
-        .data = it.data,
+        .data = slot->data,
     };
-    g->n++;
 }
 
 /* Write g, log what was not written, free it.  One batch, unless a
@@ -94,7 +94,7 @@ static void lc_add(struct lc_group *g, struct aur__app *app, const char *kind,
 static void lc_write(struct aur_mcp *mcp, struct lc_group *g)
 {
     const struct aur_commit **v = NULL;
-    int *res = NULL, r = AUR_E_NOMEM;
+    int *res = NULL;
     struct aur_error err;
 
     aur_error_clear(&err);
@@ -113,11 +113,12 @@ static void lc_write(struct aur_mcp *mcp, struct lc_group *g)
     }
     for (size_t i = 0; i < g->n; i++) {
         struct lc_item *it = &g->v[i];
+        int r;
         if (mcp->have_writer) {
             aur_error_clear(&err);
             r = aur__world_append(mcp, &it->c, &err);
-        } else if (res) {
-            r = res[i];
+        } else {
+            r = res ? res[i] : AUR_E_NOMEM;
         }
         if (r != AUR_OK && r != AUR_DECLINE)
             aur__log(mcp->log, AUR_LOG_ERROR, it->app->tag,

@@ -50,12 +50,13 @@ void add_fixture(const char *file, const char *pkg, double timeout,
                      opts);
 }
 
-/* A fresh config directory whose [mcp] section holds mcp. */
-void remake_config(const char *mcp)
+/* A fresh config directory: extra_host lines added to [host] (NULL =
+ * none), [mcp] holding mcp. */
+void remake_config(const char *extra_host, const char *mcp)
 {
     h_rmtree(dir);
     free(dir);
-    dir = h_mkconfig(NULL, mcp);
+    dir = h_mkconfig(extra_host, mcp);
     free(logpath);
     ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
 }
@@ -452,7 +453,7 @@ START_TEST(cancelled_before_begin_is_not_started)
     struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
     struct json_object *st, *apps, *b;
-    remake_config("start_concurrency = 1");
+    remake_config(NULL, "start_concurrency = 1");
     add_fixture("a.ini", "org.test.dies", 20, bad);
     add_fixture("b.ini", "org.test.later", 20, good);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
@@ -767,7 +768,7 @@ START_TEST(threads_one_per_app_at_most)
     struct aur_mcp *h;
     pthread_t t;
 
-    remake_config("enabled = true\nstart_concurrency = 4\n");
+    remake_config(NULL, "enabled = true\nstart_concurrency = 4\n");
     for (int i = 0; i < N; i++) {
         char file[32], pkg[64];
         snprintf(file, sizeof file, "%02d.ini", i);

@@ -18,8 +18,9 @@ void teardown(void);
 /* The fixture with --log <logpath> and then the given options. */
 void add_fixture(const char *file, const char *pkg, double timeout,
                  const char *const *opts);
-/* A fresh config directory whose [mcp] section holds mcp. */
-void remake_config(const char *mcp);
+/* A fresh config directory: extra_host lines added to [host] (NULL =
+ * none), [mcp] holding mcp. */
+void remake_config(const char *extra_host, const char *mcp);
 int start(struct aur_mcp **h, struct aur_startup_error *serr);
 
 /* check_startup_world.c's tests, added to tc. */

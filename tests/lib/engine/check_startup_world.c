@@ -143,11 +143,7 @@ START_TEST(startup_commits_are_written_whole_or_not_at_all)
     char *db, *log, *hostlog;
     sqlite3 *sq;
 
-    h_rmtree(dir); /* a config that also logs to a file */
-    free(dir);
-    dir = h_mkconfig("log_file = host.log", NULL);
-    free(logpath);
-    ck_assert(asprintf(&logpath, "%s/server.log", dir) > 0);
+    remake_config("log_file = host.log", NULL); /* a host log to read */
     add_fixture("a.ini", "org.test.one", 5, opts);
     add_fixture("b.ini", "org.test.two", 5, opts);
     /* the schema from a first run, then the trigger */
@@ -231,7 +227,7 @@ START_TEST(master_switch_off_starts_nothing)
     const char *opts[] = {"--era", "modern", NULL};
     struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
-    remake_config("enabled = false");
+    remake_config(NULL, "enabled = false");
     add_fixture("a.ini", "org.test.off", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
     ck_assert_uint_eq(aur_mcp_tool_count(h), 0);

@@ -32,10 +32,11 @@
  * Killing means, until nothing is found and no child is left (bounded
  * by SHIM_KILL_MS): cgroup.kill when the App has a cgroup (atomic, also
  * against fork bombs), SIGKILL to the App's group, and SIGKILL to every
- * descendant found by walking /proc (ppid links from the shim down; a
- * process that is not the shim's child is signalled through a pidfd and
- * only after its parent was checked again, so a recycled pid is never
- * hit).  A process with SIGKILL pending cannot fork, so this converges.
+ * descendant found through /proc (stdio_descend.c: the shim's tree,
+ * read down from it; a process that is not the shim's child is
+ * signalled through a pidfd and only after its parent was checked
+ * again, so a recycled pid is never hit).  A process with SIGKILL
+ * pending cannot fork, so this converges.
  *
  * The shim is its own small program (stdio_supervisor.c reads its
  * arguments), started by the spawner thread with posix_spawn, so it
@@ -55,7 +56,6 @@
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -64,7 +64,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -98,8 +97,6 @@
 #define SHIM_KILL_MS 3000
 /* Between kill rounds: wait for SIGCHLD at most this long. */
 #define SHIM_ROUND_MS 5
-/* (pid, ppid) pairs one /proc walk can hold (mapped on first use). */
-#define TABLE_CAP (1u << 17)
 
 /* The shim's file descriptors, placed before the App is forked.  0..2
  * and FD_STATUS are the App's; the App also uses FD_CGPROCS once. */
@@ -139,39 +136,9 @@ static void put_errno(int fd, int e)
         ;
 }
 
-/* State, parent and process group of pid: false if gone. */
-static bool proc_parent(long pid, char *state, long *ppid, long *pgrp)
-{
-    char buf[512];
-    const char *p = stdio_read_stat(pid, buf, sizeof buf);
-    unsigned long v, g;
-
-    if (!p || !p[0] || p[1] != ' ')
-        return false;
-    *state = p[0];
-    p += 2;
-    if (!stdio_parse_num(&p, 10, &v) || *p++ != ' ' ||
-        !stdio_parse_num(&p, 10, &g))
-        return false;
-    *ppid = (long)v;
-    *pgrp = (long)g;
-    return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* The shim's state                                                   */
 /* ------------------------------------------------------------------ */
-
-struct pp {
-    int pid, ppid, pgrp;
-    bool mine, zombie;
-};
-
-/* One walk's table: every process, then the pids found to be ours. */
-struct table {
-    struct pp e[TABLE_CAP];
-    int mine[TABLE_CAP];
-};
 
 struct shim {
     pid_t self, app;
@@ -180,8 +147,7 @@ struct shim {
     bool cgroup;      /* FD_CG* are open */
     bool life;        /* FD_LIFE is open */
     char cg_name[64];
-    struct table *table; /* of one walk; NULL until needed */
-    bool no_table;    /* the mapping failed: direct children only */
+    struct stdio_descend d; /* its descendants (d.self: our pid) */
 };
 
 static void reap(struct shim *s)
@@ -204,118 +170,6 @@ static bool has_children(void)
     return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
-/* Signal pid, a descendant whose parent was ppid when /proc was read. */
-static void signal_one(const struct shim *s, long pid, long ppid, int sig)
-{
-    char state;
-    long now, pgrp;
-    int fd;
-
-    if (ppid == s->self) {
-        /* Our child: its pid stays reserved until we reap it. */
-        kill((pid_t)pid, sig);
-        return;
-    }
-    fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0u);
-    if (fd < 0) {
-        if (errno == ENOSYS) /* before Linux 5.3 (or under valgrind) */
-            kill((pid_t)pid, sig);
-        return;
-    }
-    /* The pidfd pins the process it names; if that is still below the
-     * parent we saw (or reparented to us), it is the one we found. */
-    if (proc_parent(pid, &state, &now, &pgrp) &&
-        (now == ppid || now == s->self))
-        syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0u);
-    close(fd);
-}
-
-struct linux_dirent64_ {
-    unsigned long long d_ino;
-    long long d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
-};
-
-/* Signal every live descendant, except members of process group skip
- * (0: none), which the caller signals as a group; returns how many live
- * descendants there were.  Without /proc it finds none: only the App's
- * group is reached (the caller signals it). */
-static int walk(struct shim *s, int sig, long skip)
-{
-    char dbuf[8192];
-    size_t n = 0, nm = 0;
-    int found = 0, dfd;
-    long got;
-
-    if (!s->table && !s->no_table) {
-        void *m = mmap(NULL, sizeof *s->table, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED)
-            s->no_table = true;
-        else
-            s->table = m;
-    }
-    dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return 0;
-    while ((got = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf)) > 0) {
-        for (long off = 0; off < got;) {
-            struct linux_dirent64_ *de = (void *)(dbuf + off);
-            const char *q = de->d_name;
-            unsigned long pid;
-            long ppid, pgrp;
-            char state;
-            bool zombie;
-
-            off += de->d_reclen;
-            if (*q < '1' || *q > '9' || !stdio_parse_num(&q, 10, &pid) || *q ||
-                (pid_t)pid == s->self ||
-                !proc_parent((long)pid, &state, &ppid, &pgrp))
-                continue;
-            zombie = state == 'Z' || state == 'X';
-            if (ppid == s->self && !zombie) {
-                found++;
-                if (pgrp != skip)
-                    signal_one(s, (long)pid, ppid, sig);
-            }
-            if (s->table && n < TABLE_CAP) {
-                s->table->e[n++] = (struct pp){(int)pid, (int)ppid,
-                                               (int)pgrp, ppid == s->self,
-                                               zombie};
-                if (ppid == s->self)
-                    s->table->mine[nm++] = (int)pid;
-            }
-        }
-    }
-    close(dfd);
-    /* Grandchildren and below: follow ppid links down from our
-     * children, one level per pass. */
-    for (size_t from = 0; s->table && from < nm;) {
-        size_t to = nm;
-        for (size_t i = 0; i < n; i++) {
-            struct pp *e = &s->table->e[i];
-            if (e->mine)
-                continue;
-            for (size_t j = from; j < to; j++) {
-                if (s->table->mine[j] != e->ppid)
-                    continue;
-                e->mine = true;
-                s->table->mine[nm++] = e->pid;
-                if (!e->zombie) {
-                    found++;
-                    if (e->pgrp != skip)
-                        signal_one(s, e->pid, e->ppid, sig);
-                }
-                break;
-            }
-        }
-        from = to;
-    }
-    return found;
-}
-
 /* SIGTERM to the App's group and every descendant outside it, each
  * once: some servers take a second SIGTERM as "stop now". */
 static void relay(struct shim *s, int sig)
@@ -326,7 +180,7 @@ static void relay(struct shim *s, int sig)
         kill(-s->app, sig);
         skip = s->app;
     }
-    walk(s, sig, skip);
+    stdio_descend_signal(&s->d, sig, skip);
 }
 
 enum { W_TERM = 1, W_KILL = 2 };
@@ -461,8 +315,7 @@ static void kill_all(struct shim *s)
     /* The common end: the App exited and left nothing.  Every process it
      * started is our child or a child's descendant (we are their
      * subreaper), so no child means nothing to find, and an empty cgroup
-     * says the same of whatever joined it: no walk over all of /proc,
-     * whose cost grows with every process on the machine. */
+     * says the same of whatever joined it: nothing to read in /proc. */
     reap(s);
     if (!s->app_alive && !has_children() && !(s->cgroup && cg_populated()))
         goto done;
@@ -475,20 +328,16 @@ static void kill_all(struct shim *s)
          * Without a cgroup the same holds: every descendant is our child
          * or below one (we are their subreaper), and an exiting parent
          * hands its children to us before it can be reaped.  So the walk
-         * is only for a round that still finds a child: hundreds of
-         * supervisors killing at the same moment must not each read all
-         * of /proc (check_contain test_close_many_stubborn: 150 of them
-         * without cgroups were gone 2.7 s after their EOF with a walk
-         * each, 2.4 s without; 2 s of it is their graces).  A round
-         * without a cgroup first gives the App its moment to die: walking
-         * while it is still dying found only it. */
+         * is only for a round that still finds a child, and a round
+         * without a cgroup first gives the App its moment to die:
+         * walking while it is still dying found only it. */
         if (s->cgroup)
             cg_kill_wait(until);
         else if (s->app_alive)
             app_death_wait(s, until);
         reap(s);
         if (has_children())
-            found = walk(s, SIGKILL, 0);
+            found = stdio_descend_signal(&s->d, SIGKILL, 0);
         reap(s);
         if (found == 0 && !has_children())
             break;
@@ -721,6 +570,7 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
     memset(&s, 0, sizeof s);
     struct stop st = {.term_at = -1, .kill_at = -1};
     s.self = getpid();
+    s.d.self = s.self;
     s.cgroup = a->cg_kill >= 0 && a->cg_events >= 0 && a->cg_dir >= 0;
     s.life = a->fd_life >= 0;
     memcpy(s.cg_name, a->cg_name, sizeof s.cg_name);

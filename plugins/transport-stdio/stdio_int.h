@@ -367,6 +367,9 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
 /* prctl as the bare system call. */
 int stdio_shim_prctl(int option, unsigned long arg);
 
+/* Decimal digits of v at buf (no NUL); returns the length (at most 20). */
+size_t stdio_fmt_dec(char *buf, unsigned long v);
+
 /* A number at *p in base 10 or 16, *p advanced past it; false if none.
  * /proc/<pid>/stat (pid 0: our own) after "(comm) " in buf, NULL if the
  * process is gone. */
@@ -379,6 +382,25 @@ int64_t stdio_mono_ms(void);
 /* SIGKILL our child pid and reap it (a supervisor that never got to fork
  * its App: nothing else of it to wait for). */
 void stdio_kill_reap(pid_t pid);
+
+/* ---- stdio_descend.c: the supervisor's descendants ----------------- */
+
+/* One supervisor's walks (its own memory; single-threaded). */
+struct stdio_descend_table;
+struct stdio_descend {
+    long self;                         /* the supervisor's pid */
+    struct stdio_descend_table *table; /* mapped at the first walk */
+    bool no_table;                     /* the mapping failed */
+    bool no_children_files; /* a kernel without CONFIG_PROC_CHILDREN */
+};
+
+/* Signal sig to every live descendant of d->self outside process group
+ * skip (0: none; the caller signals that group itself); returns how many
+ * live descendants there were.  Without memory for a walk only our
+ * direct children are found; without /proc, none.  A process born or
+ * moved during the walk may be missed: callers repeat until no child is
+ * left. */
+int stdio_descend_signal(struct stdio_descend *d, int sig, long skip);
 
 /* ---- stdio_cgtree.c (the supervisor's and the host's) -------------- */
 

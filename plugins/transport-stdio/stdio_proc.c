@@ -1,9 +1,9 @@
 /*
  * stdio_proc.c - the supervisor's system-level helpers: reading /proc,
- * prctl, the clock (stdio_contain.c, stdio_supervisor.c: system calls
- * and loops over the caller's buffers only); the clock and the kill of
- * a supervisor that never forked are the host side's too (stdio_cgroup.c,
- * stdio_exec.c, stdio_fdpass.c).
+ * prctl, the clock (stdio_contain.c, stdio_descend.c, stdio_supervisor.c:
+ * system calls and loops over the caller's buffers only); the clock and
+ * the kill of a supervisor that never forked are the host side's too
+ * (stdio_cgroup.c, stdio_exec.c, stdio_fdpass.c).
  */
 #define _GNU_SOURCE
 #include "stdio_int.h"
@@ -17,8 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Decimal digits of v into buf (no NUL); returns the length. */
-static size_t fmt_dec(char *buf, unsigned long v)
+size_t stdio_fmt_dec(char *buf, unsigned long v)
 {
     char t[24];
     size_t n = 0, i;
@@ -64,7 +63,7 @@ const char *stdio_read_stat(long pid, char *buf, size_t size)
     int fd;
 
     if (pid > 0)
-        n += fmt_dec(path + n, (unsigned long)pid);
+        n += stdio_fmt_dec(path + n, (unsigned long)pid);
     else {
         memcpy(path + n, "self", 4);
         n += 4;

@@ -14,3 +14,11 @@ aur_add_check(check_transport_stdio
               DEPENDS transport-stdio stdio_child TIMEOUT 120)
 target_compile_definitions(check_transport_stdio PRIVATE
   AUR_STDIO_CHILD="$<TARGET_FILE:stdio_child>")
+# The supervisor's descendant walk, compiled in (both of its ways).
+set(AUR_STDIO_PLUGIN_DIR ${CMAKE_SOURCE_DIR}/plugins/transport-stdio)
+aur_add_check(check_stdio_descend
+              SOURCES plugins/transport-stdio/check_stdio_descend.c
+                      ${AUR_STDIO_PLUGIN_DIR}/stdio_descend.c
+                      ${AUR_STDIO_PLUGIN_DIR}/stdio_proc.c
+              TIMEOUT 60)
+target_include_directories(check_stdio_descend PRIVATE ${AUR_STDIO_PLUGIN_DIR})

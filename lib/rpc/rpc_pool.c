@@ -17,14 +17,18 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
+#include <string.h>
 
 /* A worker's slot: one per thread the pool may hold, so making a worker
  * allocates nothing (a start that runs out of memory must still get its
  * items handled, and its own failure reported, not a lost worker). */
 struct worker {
     pthread_t t;
-    bool used; /* a thread was made in it and is not joined yet */
-    bool dead; /* ... and it has ended: the next reap joins it */
+    bool used;      /* a thread was made in it and is not joined yet */
+    bool dead;      /* ... and it has ended: the next reap joins it */
+    bool running;   /* inside a job, which began at run_ms */
+    int64_t run_ms;
 };
 
 static struct {
@@ -39,6 +43,7 @@ static struct {
     size_t users;
     bool quit;          /* the last user left: idle workers end now */
     size_t ndead;       /* slots whose thread ended, not joined yet */
+    struct aur__pool_stats stats;
     struct worker slot[AUR__POOL_MAX];
 } pool = {
     .once = PTHREAD_ONCE_INIT,
@@ -93,7 +98,6 @@ static int spawn_locked(void)
 static void append_locked(struct aur__pool_job *job)
 {
     job->queued = true;
-    job->ready_ms = aur__now_ms();
     job->next = NULL;
     if (pool.tail)
         pool.tail->next = job;
@@ -115,6 +119,28 @@ static struct aur__pool_job *pop_locked(void)
     return job;
 }
 
+/* Whether another job may start with AUR__POOL_WORKERS or more busy:
+ * yes while fewer than AUR__POOL_WORKERS of them are live, a worker
+ * inside one job for the stall time no longer counting.  If not, *wake
+ * is when the first live one will have stalled.  pool.mu held. */
+static bool stalled_locked(int64_t now, int64_t *wake)
+{
+    int64_t first = INT64_MAX;
+    size_t live = 0;
+    for (size_t i = 0; i < AUR__POOL_MAX; i++) {
+        const struct worker *w = &pool.slot[i];
+        if (!w->running || now - w->run_ms >= AUR__POOL_STALL_MS)
+            continue;
+        live++;
+        if (w->run_ms < first)
+            first = w->run_ms;
+    }
+    if (live < AUR__POOL_WORKERS)
+        return true;
+    *wake = first + AUR__POOL_STALL_MS;
+    return false;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *self = arg;
@@ -125,28 +151,36 @@ static void *worker_main(void *arg)
     for (;;) {
         struct aur__pool_job *job = pool.head;
         if (job) {
-            /* Within the workers' number, or stalled: take it. */
-            if (pool.nbusy < AUR__POOL_WORKERS ||
-                aur__now_ms() - job->ready_ms >= AUR__POOL_STALL_MS) {
+            int64_t now = aur__now_ms(), wake;
+            /* Within the workers' number, or fewer live than that: take
+             * it. */
+            bool past = pool.nbusy >= AUR__POOL_WORKERS;
+            if (!past || stalled_locked(now, &wake)) {
                 pop_locked();
                 pool.nbusy++;
+                pool.stats.stalls += past;
+                self->running = true;
+                self->run_ms = now;
                 /* Every thread busy and more waiting: one more, which
                  * waits for the next stall (never more than one idle). */
                 if (pool.head && pool.nbusy == pool.nthreads)
                     (void)spawn_locked(); /* none: the next push tries */
                 pthread_mutex_unlock(&pool.mu);
                 bool again = job->run(job);
+                int64_t ran = aur__now_ms() - now;
                 pthread_mutex_lock(&pool.mu);
+                self->running = false;
                 pool.nbusy--;
+                if (ran > pool.stats.longest_run_ms)
+                    pool.stats.longest_run_ms = ran;
                 if (again)
                     append_locked(job);
                 continue;
             }
-            /* Every worker busy: wait until this job has waited its
-             * stall time (an end of a handler wakes nobody: the worker
+            /* AUR__POOL_WORKERS live workers: wait until the first of
+             * them would stall (an end of a job wakes nobody: the worker
              * that ended it takes the next job itself). */
-            (void)aur__cond_wait_until(&pool.work, &pool.mu,
-                                       job->ready_ms + AUR__POOL_STALL_MS);
+            (void)aur__cond_wait_until(&pool.work, &pool.mu, wake);
             continue;
         }
         if (pool.quit)
@@ -218,6 +252,14 @@ int aur__pool_kick(void)
         e = spawn_locked();
     pthread_mutex_unlock(&pool.mu);
     return e;
+}
+
+void aur__pool_take_stats(struct aur__pool_stats *out)
+{
+    pthread_mutex_lock(&pool.mu);
+    *out = pool.stats;
+    memset(&pool.stats, 0, sizeof pool.stats);
+    pthread_mutex_unlock(&pool.mu);
 }
 
 bool aur__pool_unlink(struct aur__pool_job *job)

@@ -11,11 +11,14 @@
  * connections that notify together share a few threads instead of
  * holding a thousand.
  *
- * How many threads: up to AUR__POOL_WORKERS take jobs at once.  A job
- * that has waited AUR__POOL_STALL_MS because all of them are inside
- * handlers that block (a journal that is slow, a full pipe) gets a
- * thread of its own, so a blocked handler delays another connection by
- * about that much; up to AUR__POOL_MAX threads in all.  Past that, jobs
+ * How many threads: up to AUR__POOL_WORKERS take jobs at once.  A worker
+ * that has been inside one job for AUR__POOL_STALL_MS (a handler that
+ * blocks: a journal that is slow, a full pipe) is stalled and no longer
+ * counts among them, so the next job gets a thread of its own: a blocked
+ * handler delays another connection by about that much; up to
+ * AUR__POOL_MAX threads in all.  A long ready list behind quick jobs is
+ * not a stall (a busy CPU, a flood of notifications): more threads would
+ * only share the same CPU, so they wait their turn.  Past that, jobs
  * wait for a handler to return (each handler's waits have bounds of
  * their own): a thousand Apps whose handlers all block cost 64 threads,
  * not a thousand.  A worker with nothing to do for AUR__POOL_IDLE_MS
@@ -35,7 +38,7 @@
 #define AUR__POOL_THREAD_NAME "aur-dispatch"
 /* The threads the pool holds at most, stalled or not. */
 #define AUR__POOL_MAX 64
-/* How long a job waits for a busy pool before it gets a thread. */
+/* How long a worker is inside one job before it counts as stalled. */
 #define AUR__POOL_STALL_MS 50
 /* How long a worker waits for work before it ends.  Long enough that a
  * steady trickle (a log line a second) keeps a thread, short enough that
@@ -52,7 +55,6 @@ struct aur__pool_job {
     bool (*run)(struct aur__pool_job *job);
     /* The pool's, under its lock. */
     bool queued;
-    int64_t ready_ms;
     struct aur__pool_job *next;
 };
 
@@ -73,5 +75,13 @@ int aur__pool_kick(void);
 /* Take job off the ready list if it waits there: true when it did (the
  * caller now owns the job), false when it was not listed. */
 bool aur__pool_unlink(struct aur__pool_job *job);
+
+/* What the pool did since the last call (which it resets), for the tests
+ * and a debugger: the thread count is only bounded together with it. */
+struct aur__pool_stats {
+    uint64_t stalls;        /* jobs taken past AUR__POOL_WORKERS busy */
+    int64_t longest_run_ms; /* the longest one job ran on a worker */
+};
+void aur__pool_take_stats(struct aur__pool_stats *out);
 
 #endif

@@ -150,13 +150,14 @@ START_TEST(closed_stdout_fails_startup_and_is_killed)
     const char *opts[] = {"--era", close_eras[_i], "--close-stdout", NULL};
     struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_mcp *h;
-    int64_t t0 = h_now_ms();
-    add_fixture(10, opts);
+    int64_t t0 = h_now_ms(), deadline = h_slack(10000);
+    add_fixture((double)deadline / 1000, opts);
     ck_assert_int_ne(h_start(dir, &h, &serr), AUR_OK);
     ck_assert_str_eq(serr.phase, "tools/list");
     ck_assert_str_eq(serr.code, "startup_failed");
-    /* The disconnect is noticed at once, not at the deadline. */
-    ck_assert_int_lt(h_now_ms() - t0, 8000);
+    /* The disconnect is noticed at once, not at the deadline (both
+     * stretched on a slow run, so they stay apart). */
+    ck_assert_int_lt(h_now_ms() - t0, deadline * 8 / 10);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
     h_journal_is(dir, J_FAILED);
@@ -321,8 +322,9 @@ START_TEST(cli_signal_during_startup_is_interrupted)
     t0 = h_now_ms();
     ck_assert_int_eq(kill(c.pid, r->sig), 0);
     ck_assert_int_eq(finish_cli(c, &text), 1);
-    /* Far from the 30 s deadline. */
-    ck_assert_int_lt(h_now_ms() - t0, 8000);
+    /* Far from the 30 s deadline: the close's two graces (4 s with
+     * --ignore-term) and slack. */
+    ck_assert_int_lt(h_now_ms() - t0, 4000 + h_slack(4000));
     o = one_json_line(text);
     ck_assert_str_eq(sget(o, "error", "code"), "interrupted");
     ck_assert_str_eq(sget(o, "error", "phase"), "tools/list");

@@ -25,7 +25,7 @@
 #include "rpc_pool.h"
 #include "support/slack.h"
 
-enum { MAXSEEN = 64, NAP_MS = 10 };
+enum { MAXSEEN = 64, NAP_MS = 20 };
 
 struct aur_conn {
     struct aur_sink sink;
@@ -279,12 +279,13 @@ START_TEST(many_connections_share_a_few_threads)
 END_TEST
 
 /* A long ready list behind handlers that never stall: 60 connections
- * whose one item takes 10 ms each, so the last waits about 140 ms for a
- * worker.  That is a busy pool, not a blocked one, and it gets no thread
- * more (counting the list's wait as a stall, as the pool once did, made
- * one after each 50 ms: a loaded machine, valgrind, a flood of
- * notifications grew the pool with threads that only shared the same
- * CPU). */
+ * whose one item takes NAP_MS (20 ms) each, so the last waits about
+ * 280 ms for a worker.  That is a busy pool, not a blocked one, and it
+ * gets no thread more (counting the list's wait as a stall, as the pool
+ * once did, made one after each 50 ms: a loaded machine, valgrind, a
+ * flood of notifications grew the pool with threads that only shared
+ * the same CPU).  The wait is long next to the time the pushes take even
+ * under valgrind, so the list is long on any machine. */
 START_TEST(a_long_list_is_not_a_stall)
 {
     enum { N = 60 };
@@ -299,8 +300,8 @@ START_TEST(a_long_list_is_not_a_stall)
         ck_assert_int_eq(wait_seen(&conns[i], 1, 10000), 1);
     for (int i = 0; i < N; i++)
         aur__rpc_close(rpcs[i], aur__now_ms() + 1000);
-    struct aur__pool_stats st = check_threads("60 items of 10 ms", base);
-    /* With no stall, four workers took 15 rounds of 10 ms: the list was
+    struct aur__pool_stats st = check_threads("60 items of 20 ms", base);
+    /* With no stall, four workers took 15 rounds of 20 ms: the list was
      * long enough that its wait alone would have counted. */
     if (st.stalls == 0)
         ck_assert_int_ge(atomic_load(&longest_wait_ms),

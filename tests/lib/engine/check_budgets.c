@@ -223,7 +223,11 @@ START_TEST(flood_after_activation_makes_app_unavailable)
     start_ok(&h);
     first.h = second.h = h;
     ck_assert_int_eq(pthread_create(&t1, NULL, bg_call_main, &first), 0);
-    usleep(150 * 1000);
+    /* The second call starts once the first is at the server (it logs a
+     * request as it reads it, then waits its 400 ms), not after a fixed
+     * sleep that a slow run can outlast. */
+    H_WAIT_UNTIL(h_count_lines(logpath, "tools/call") >= 1, 5000, 5);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 1);
     ck_assert_int_eq(pthread_create(&t2, NULL, bg_call_main, &second), 0);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);

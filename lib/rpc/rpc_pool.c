@@ -123,7 +123,7 @@ static struct aur__pool_job *pop_locked(void)
  * yes while fewer than AUR__POOL_WORKERS of them are live, a worker
  * inside one job for the stall time no longer counting.  If not, *wake
  * is when the first live one will have stalled.  pool.mu held. */
-static bool stalled_locked(int64_t now, int64_t *wake)
+static bool may_start_locked(int64_t now, int64_t *wake)
 {
     int64_t first = INT64_MAX;
     size_t live = 0;
@@ -152,10 +152,10 @@ static void *worker_main(void *arg)
         struct aur__pool_job *job = pool.head;
         if (job) {
             int64_t now = aur__now_ms(), wake;
-            /* Within the workers' number, or fewer live than that: take
-             * it. */
+            /* Fewer busy than the workers' number, or fewer live (not
+             * stalled) than that: take it. */
             bool past = pool.nbusy >= AUR__POOL_WORKERS;
-            if (!past || stalled_locked(now, &wake)) {
+            if (!past || may_start_locked(now, &wake)) {
                 pop_locked();
                 pool.nbusy++;
                 pool.stats.stalls += past;

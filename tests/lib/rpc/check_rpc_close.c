@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "jsonx.h"
+#include "rpc_int.h"
 
 /* A waiter on its own thread, so the test can end the connection under
  * it. */
@@ -360,6 +361,24 @@ static void *close_main(void *arg)
     return NULL;
 }
 
+/* Returns once close began on r and its 2 s drain time has passed. */
+static void until_past_drain(struct aur__rpc *r)
+{
+    int64_t give_up = aur__now_ms() + 30000, stop_ms = -1;
+
+    while (stop_ms < 0 && aur__now_ms() < give_up) {
+        pthread_mutex_lock(&r->mu);
+        if (r->stopping)
+            stop_ms = r->stop_ms;
+        pthread_mutex_unlock(&r->mu);
+        if (stop_ms < 0)
+            usleep(1000);
+    }
+    ck_assert_msg(stop_ms >= 0, "close did not begin");
+    while (aur__now_ms() < stop_ms + 2000 + 100)
+        usleep(10000);
+}
+
 /* Close drains what arrived before it for 2 s; what is still queued then
  * is handed over AUR__RPC_OVERDUE (to be counted, not acted on: an event
  * becomes a counted drop), never freed unseen, and a server request
@@ -378,7 +397,10 @@ START_TEST(close_hands_over_overdue_items)
         fk_push("{\"jsonrpc\":\"2.0\",\"method\":\"n/queued\"}");
     fk_push("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"q/queued\"}");
     ck_assert_int_eq(pthread_create(&c.t, NULL, close_main, &c), 0);
-    usleep(2300 * 1000); /* past the drain time, the first still handled */
+    /* Past the drain time, the first still handled: counted from when
+     * close began, not from the thread's creation, which a slow run
+     * (valgrind) may start late. */
+    until_past_drain(c.r);
     open_gate();
     pthread_join(c.t, NULL);
     ck_assert_int_eq(fk_count(&ev.nnotes), 11);

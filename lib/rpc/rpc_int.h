@@ -72,6 +72,12 @@ struct aur__qitem {
     struct aur__qitem *next;
 };
 
+/* How long close lets what arrived before it be handled (what arrives
+ * later is stamped as such and handled cheaply).  What is still queued
+ * then is handed over AUR__RPC_OVERDUE: counted by its handler (an event
+ * as dropped), never silently freed. */
+#define AUR__RPC_DRAIN_MS 2000
+
 struct aur__rpc {
     const struct aur_transport_ops *ops;
     void *tstate;
@@ -118,7 +124,7 @@ struct aur__rpc {
                       charges (aur__rpc_mem_adjust); read without mu by
                       the reader (atomic) */
     bool stopping;  /* close began: the queue drains on close's thread */
-    aur_deadline stop_ms; /* when close began (the drain counts from it) */
+    aur_deadline stop_ms; /* when close began (AUR__RPC_DRAIN_MS from it) */
     /* The connection's turn in the shared dispatch pool (rpc_pool.h):
      * true from the moment its job is pushed until the worker that ran
      * it finds its queue empty, so one thread at most handles its items.

@@ -22,11 +22,6 @@
 
 /* How long a full queue makes the reader wait before it sheds. */
 #define QUEUE_WAIT_MS 10000
-/* How long close lets what arrived before it be handled (what arrives
- * later is stamped as such and handled cheaply).  What is still queued
- * then is handed over AUR__RPC_OVERDUE: counted by its handler (an event
- * as dropped), never silently freed. */
-#define DRAIN_MS 2000
 /* Items a worker handles for one connection before the others' turn. */
 #define BATCH 32
 
@@ -199,7 +194,7 @@ static bool run_items(struct aur__rpc *r, size_t max, bool worker)
     for (size_t n = 0; n < max && r->qhead; n++) {
         struct aur__qitem *q = r->qhead;
         bool overdue =
-            r->stopping && aur__now_ms() >= r->stop_ms + DRAIN_MS;
+            r->stopping && aur__now_ms() >= r->stop_ms + AUR__RPC_DRAIN_MS;
         /* counted: what the handler only counts (a notification, or a
          * request left unanswered); the close marker and responses are
          * handled as always */
@@ -277,7 +272,7 @@ void aur__rpc_queue_drain(struct aur__rpc *r)
                  "close: %llu server messages that arrived before it were "
                  "not handled within its %d ms drain (events among them "
                  "are counted as dropped)",
-                 (unsigned long long)overdue, DRAIN_MS);
+                 (unsigned long long)overdue, AUR__RPC_DRAIN_MS);
 }
 
 void aur__rpc_queue_free(struct aur__rpc *r)

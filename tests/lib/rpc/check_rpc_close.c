@@ -11,6 +11,7 @@
 
 #include "jsonx.h"
 #include "rpc_int.h"
+#include "support/slack.h"
 
 /* A waiter on its own thread, so the test can end the connection under
  * it. */
@@ -361,21 +362,24 @@ static void *close_main(void *arg)
     return NULL;
 }
 
-/* Returns once close began on r and its 2 s drain time has passed. */
+/* When close began on r, or -1 before that. */
+static int64_t close_began_ms(struct aur__rpc *r)
+{
+    int64_t ms;
+    pthread_mutex_lock(&r->mu);
+    ms = r->stopping ? r->stop_ms : -1;
+    pthread_mutex_unlock(&r->mu);
+    return ms;
+}
+
+/* Returns once close began on r and its drain time has passed. */
 static void until_past_drain(struct aur__rpc *r)
 {
-    int64_t give_up = aur__now_ms() + 30000, stop_ms = -1;
+    int64_t began;
 
-    while (stop_ms < 0 && aur__now_ms() < give_up) {
-        pthread_mutex_lock(&r->mu);
-        if (r->stopping)
-            stop_ms = r->stop_ms;
-        pthread_mutex_unlock(&r->mu);
-        if (stop_ms < 0)
-            usleep(1000);
-    }
-    ck_assert_msg(stop_ms >= 0, "close did not begin");
-    while (aur__now_ms() < stop_ms + 2000 + 100)
+    H_WAIT_UNTIL((began = close_began_ms(r)) >= 0, 5000, 1);
+    ck_assert_msg(began >= 0, "close did not begin");
+    while (aur__now_ms() < began + AUR__RPC_DRAIN_MS + 100)
         usleep(10000);
 }
 

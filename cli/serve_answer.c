@@ -21,51 +21,96 @@ struct line {
     bool oom;
 };
 
-static void put(struct line *l, const char *s, size_t n)
+/* Room for n more bytes and the NUL; false (and oom) when there is
+ * none to be had.  The line is sized at the start for the usual answer,
+ * so this is a compare for nearly every put. */
+static bool room(struct line *l, size_t n)
 {
-    if (!l->oom && aur__buf_put(&l->b, s, n, SIZE_MAX) != 0)
+    struct aur__buf *b = &l->b;
+    char *g;
+
+    if (l->oom)
+        return false;
+    if (b->p && n < b->cap - b->n)
+        return true;
+    if (n > SIZE_MAX - 1 - b->n ||
+        !(g = aur__grow(b->p, &b->cap, b->n + n + 1, 1, 64, SIZE_MAX))) {
         l->oom = true;
+        return false;
+    }
+    b->p = g;
+    return true;
 }
 
-static void put_lit(struct line *l, const char *s)
+static void put(struct line *l, const char *s, size_t n)
+{
+    if (room(l, n)) {
+        memcpy(l->b.p + l->b.n, s, n);
+        l->b.n += n;
+    }
+}
+
+#define PUT_LIT(l, word) put((l), (word), sizeof(word) - 1)
+
+static void put_cstr(struct line *l, const char *s)
 {
     put(l, s, strlen(s));
 }
 
+#define ONES8 1, 1, 1, 1, 1, 1, 1, 1
+/* The bytes put_str escapes: the control characters, '"' and '\\'
+ * (everything else, UTF-8 included, goes verbatim). */
+static const unsigned char escaped[256] = {ONES8, ONES8, ONES8, ONES8,
+                                           ['"'] = 1, ['\\'] = 1};
+
 /* json-c's escaping with JSON_C_TO_STRING_NOSLASHESCAPE: the short
- * escapes, \u00xx for the other control characters, all else verbatim. */
+ * escapes, \u00xx for the other control characters, all else verbatim.
+ * Room for the plain case is made once; an escape makes room again. */
 static void put_str(struct line *l, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t from = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    char *d;
 
-    put(l, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[7] = "\\";
-        size_t en = 2;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
+    if (!room(l, n + 2))
+        return;
+    d = l->b.p + l->b.n;
+    *d++ = '"';
+    for (;;) {
+        size_t from = i;
+        unsigned char c;
+
+        while (i < n && !escaped[u[i]])
+            i++;
+        memcpy(d, s + from, i - from);
+        d += i - from;
+        if (i == n)
+            break;
+        /* An escape is at most 6 bytes where room was made for 1. */
+        l->b.n = (size_t)(d - l->b.p);
+        if (!room(l, n - i + 6))
+            return;
+        d = l->b.p + l->b.n;
+        c = u[i++];
+        *d++ = '\\';
         switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
+        case '"': *d++ = '"'; break;
+        case '\\': *d++ = '\\'; break;
+        case '\b': *d++ = 'b'; break;
+        case '\f': *d++ = 'f'; break;
+        case '\n': *d++ = 'n'; break;
+        case '\r': *d++ = 'r'; break;
+        case '\t': *d++ = 't'; break;
         default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 0xf];
-            en = 6;
+            memcpy(d, "u00", 3);
+            d[3] = hex[c >> 4];
+            d[4] = hex[c & 0xf];
+            d += 5;
         }
-        put(l, s + from, i - from);
-        put(l, esc, en);
-        from = i + 1;
     }
-    put(l, s + from, n - from);
-    put(l, "\"", 1);
+    *d++ = '"';
+    l->b.n = (size_t)(d - l->b.p);
 }
 
 static void put_value(struct line *l, struct json_object *v)
@@ -95,7 +140,7 @@ static void put_value(struct line *l, struct json_object *v)
     default:
         break;
     }
-    put_lit(l, v ? json_object_to_json_string_ext(
+    put_cstr(l, v ? json_object_to_json_string_ext(
                        v, JSON_C_TO_STRING_PLAIN |
                               JSON_C_TO_STRING_NOSLASHESCAPE)
                  : "null");
@@ -104,15 +149,15 @@ static void put_value(struct line *l, struct json_object *v)
 static void put_scopes(struct line *l, const char *key,
                        const char *const *v, size_t n)
 {
-    put(l, ",\"", 2);
-    put_lit(l, key);
-    put(l, "\":[", 3);
+    PUT_LIT(l, ",\"");
+    put_cstr(l, key);
+    PUT_LIT(l, "\":[");
     for (size_t i = 0; i < n; i++) {
         if (i)
-            put(l, ",", 1);
+            PUT_LIT(l, ",");
         put_str(l, v[i], strlen(v[i]));
     }
-    put(l, "]", 1);
+    PUT_LIT(l, "]");
 }
 
 char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
@@ -129,21 +174,22 @@ char *cli_call_answer(struct json_object *id, const struct aur_tool_output *o,
         want += 8 + strlen(o->publish[i]);
     l.b.p = aur__grow(NULL, &l.b.cap, want, 1, 64, SIZE_MAX);
     l.oom = !l.b.p;
-    put_lit(&l, "{\"id\":");
+    PUT_LIT(&l, "{\"id\":");
     put_value(&l, id);
-    put_lit(&l, ",\"result\":{\"status\":\"");
-    put_lit(&l, aur_call_status_word(o->status));
-    put_lit(&l, "\",\"content\":");
+    PUT_LIT(&l, ",\"result\":{\"status\":\"");
+    put_cstr(&l, aur_call_status_word(o->status));
+    PUT_LIT(&l, "\",\"content\":");
     put_str(&l, o->content, o->content_len);
     if (o->observe && o->publish) {
         put_scopes(&l, "observe", o->observe, o->n_observe);
         put_scopes(&l, "publish", o->publish, o->n_publish);
     }
-    put(&l, "}}\n", 3);
-    if (l.oom) {
+    PUT_LIT(&l, "}}\n");
+    if (!room(&l, 0)) {
         free(l.b.p);
         return NULL;
     }
+    l.b.p[l.b.n] = '\0';
     *len = l.b.n;
     return l.b.p;
 }

@@ -209,9 +209,28 @@ static bool fs_skip_object(struct fscan *f)
     for (size_t i = f->i; i < f->n; i++) {
         char c = f->s[i];
         if (c == '"') {
-            for (i++; i < f->n && f->s[i] != '"'; i++)
-                if (f->s[i] == '\\')
-                    i++;
+            /* To the closing quote with memchr (a long text argument is
+             * the usual big line).  q, the next quote, is looked for
+             * again only once an escape has moved past it, so every
+             * byte is searched at most twice. */
+            const char *q = NULL;
+
+            for (i++; i < f->n;) {
+                const char *b;
+
+                if (!q || q < f->s + i)
+                    q = memchr(f->s + i, '"', f->n - i);
+                if (!q)
+                    return false;
+                b = memchr(f->s + i, '\\', (size_t)(q - (f->s + i)));
+                if (!b) {
+                    i = (size_t)(q - f->s);
+                    break;
+                }
+                i = (size_t)(b - f->s) + 2;
+            }
+            if (i >= f->n)
+                return false;
         } else if (c == '{' || c == '[') {
             if (++depth > 100)
                 return false;

@@ -92,6 +92,8 @@ static const char *const take[] = {
     (" { \"id\" : 3 , \"arguments\" : {\"a\":[1,{\"b\":\"}]\\\"\"}],"
      "\"n\":12345678901234567890123},\"tool\":\"t\",\"op\":\"call\"}\r\n"),
     "{\"id\":1,\"op\":\"call\",\"tool\":\"\",\"arguments\":{\"\\u00e9\":1}}",
+    /* escapes in argument strings: quotes and backslashes escaped */
+    "{\"id\":2,\"op\":\"call\",\"tool\":\"t\",\"arguments\":{\"s\":\"a\\\\\\\"b\\\\\",\"t\":\"{[\\\"]}\",\"u\":\"\\\\\\\\\"}}",
 };
 static const char *const leave[] = {
     "{\"id\":1.0,\"op\":\"call\",\"tool\":\"t\"}",
@@ -116,6 +118,9 @@ static const char *const leave[] = {
     "{\"id\":1,\"op\":\"call\",\"tool\":\"t\",}",
     "{\"id\":1,\"op\":\"call\",\"tool\":\"t\\u0000x\"}",
     "[{\"id\":1,\"op\":\"call\",\"tool\":\"t\"}]",
+    /* an argument string its escape never lets end */
+    "{\"id\":1,\"op\":\"call\",\"tool\":\"t\",\"arguments\":{\"a\":\"x\\\"}}",
+    "{\"id\":1,\"op\":\"call\",\"tool\":\"t\",\"arguments\":{\"a\":\"x\\",
 };
 
 #define FUZZ_NAME "fuzz_serve_request"

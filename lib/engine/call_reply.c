@@ -81,7 +81,8 @@ static int hex4(const unsigned char *p)
  * had a backslash.  false on anything the general parser would reject,
  * and on \u0000 (json-c strings are read as C strings downstream).
  */
-static bool string(struct scan *sc, char *dst, size_t *dlen, bool *escaped)
+static bool string_slow(struct scan *sc, char *dst, size_t *dlen,
+                        bool *escaped)
 {
     static const char in[] = "\"\\/bfnrt", out[] = "\"\\/\b\f\n\r\t";
     const unsigned char *s = sc->s;
@@ -89,11 +90,9 @@ static bool string(struct scan *sc, char *dst, size_t *dlen, bool *escaped)
 
     *escaped = false;
     while (i < sc->n) {
-        size_t run = i;
+        size_t run = i + aur__json_plain_span(s + i, sc->n - i);
         unsigned char c;
 
-        while (run < sc->n && aur__json_plain_byte[s[run]])
-            run++;
         if (dst && run > i)
             memcpy(dst + d, s + i, run - i);
         d += run - i;
@@ -151,6 +150,24 @@ static bool string(struct scan *sc, char *dst, size_t *dlen, bool *escaped)
         d += k;
     }
     return false;
+}
+
+/* string_slow's contract; a string of plain bytes only (nearly every one
+ * in a reply) is taken here in one span, without the call. */
+static inline bool string(struct scan *sc, char *dst, size_t *dlen,
+                          bool *escaped)
+{
+    size_t i = sc->i + 1, run = i + aur__json_plain_span(sc->s + i, sc->n - i);
+
+    if (run >= sc->n || sc->s[run] != '"')
+        return string_slow(sc, dst, dlen, escaped);
+    if (dst)
+        memcpy(dst, sc->s + i, run - i);
+    if (dlen)
+        *dlen = run - i;
+    *escaped = false;
+    sc->i = run + 1;
+    return true;
 }
 
 /* A member key: plain (no escapes) keys only, so they compare as bytes. */

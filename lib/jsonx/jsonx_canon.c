@@ -57,8 +57,7 @@ static int put_quoted(struct aur__buf *o, const char *str, size_t n,
          * ASCII through the parser's table, UTF-8 checked sequence by
          * sequence. */
         for (run = i; run < n;) {
-            while (run < n && aur__json_plain_byte[s[run]])
-                run++;
+            run += aur__json_plain_span(s + run, n - run);
             if (run == n || s[run] < 0x80)
                 break;
             k = aur__utf8_next(s + run, n - run, NULL);

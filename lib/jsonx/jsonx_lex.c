@@ -172,11 +172,7 @@ const unsigned char aur__json_plain_byte[256] = {
 /* The end of the run of plain bytes starting at i. */
 static size_t plain_run(const struct parser *ps, size_t i)
 {
-    const unsigned char *in = ps->in;
-
-    while (i < ps->len && aur__json_plain_byte[in[i]])
-        i++;
-    return i;
+    return i + aur__json_plain_span(ps->in + i, ps->len - i);
 }
 
 /* The MCP vocabulary, grouped by length (see intern_key). */

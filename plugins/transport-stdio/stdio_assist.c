@@ -26,17 +26,9 @@
 /* A caller reads stdout for its own tools/call for at most this long. */
 #define ASSIST_MS 2
 
-/*
- * A reply read by the I/O thread costs a thread hand-off: the I/O thread
- * wakes, reads and parses, then wakes the waiting caller (a futex wake and
- * a context switch, about a quarter of a no-op call over a pipe).  When a
- * tools/call is the only request the child owes an answer to, the caller
- * reads stdout itself for up to ASSIST_MS, so the reply wakes it directly.
- * Everything it reads goes through the same framing and sink as on the
- * I/O thread, in pipe order: one owner reads stdout at a time.  EOF, a
- * read error or an unanswered call hand stdout back to the I/O thread at
- * once (kick pipe); an answered one lets it stay parked for STDIO_PARK_MS.
- */
+/* After sending buf (a request), read its reply on this thread when it is
+ * a tools/call the child owes alone (the file's header says why), for at
+ * most ASSIST_MS or until dl. */
 void stdio_child_assist(struct stdio_child *ch, const char *buf, size_t len,
                         aur_deadline dl)
 {

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1
 #include "cli.h"
 #include "grow.h"
+#include "quote_span.h"
 
 #include <stdint.h>
 #include <json-c/json.h>
@@ -57,12 +58,6 @@ static void put_cstr(struct line *l, const char *s)
     put(l, s, strlen(s));
 }
 
-#define ONES8 1, 1, 1, 1, 1, 1, 1, 1
-/* The bytes put_str escapes: the control characters, '"' and '\\'
- * (everything else, UTF-8 included, goes verbatim). */
-static const unsigned char escaped[256] = {ONES8, ONES8, ONES8, ONES8,
-                                           ['"'] = 1, ['\\'] = 1};
-
 /* json-c's escaping with JSON_C_TO_STRING_NOSLASHESCAPE: the short
  * escapes, \u00xx for the other control characters, all else verbatim.
  * Room for the plain case is made once; an escape makes room again. */
@@ -81,8 +76,7 @@ static void put_str(struct line *l, const char *s, size_t n)
         size_t from = i;
         unsigned char c;
 
-        while (i < n && !escaped[u[i]])
-            i++;
+        i += aur__quote_span(u + i, n - i, false);
         memcpy(d, s + from, i - from);
         d += i - from;
         if (i == n)

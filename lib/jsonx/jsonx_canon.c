@@ -54,8 +54,8 @@ static int put_quoted(struct aur__buf *o, const char *str, size_t n,
         return rc;
     while (i < n) {
         /* Bytes that go out unchanged are copied as one run: printable
-         * ASCII through the parser's table, UTF-8 checked sequence by
-         * sequence. */
+         * ASCII a word at a time (aur__json_plain_span), UTF-8 checked
+         * sequence by sequence. */
         for (run = i; run < n;) {
             run += aur__json_plain_span(s + run, n - run);
             if (run == n || s[run] < 0x80)

@@ -20,6 +20,7 @@
 #define AUR_JSON_INT_H
 
 #include "aur_setup.h"
+#include "quote_span.h"
 #include "utf8.h" /* aur__utf8_next: every UTF-8 check */
 
 struct json_object;
@@ -45,42 +46,11 @@ size_t aur__json_utf8_put(unsigned char u[4], unsigned cp);
  * ASCII but the quote and the backslash. */
 extern const unsigned char aur__json_plain_byte[256];
 
-/*
- * How many bytes of s[0..n) from the start are plain (aur__json_plain_byte).
- * Every string of every message and every canonical text goes through
- * this.  On little-endian machines it reads eight bytes at a time: a byte
- * is not plain when its top bit is set, it is below 0x20, or it is '"' or
- * '\\' (the classic zero-byte and less-than tests on a 64-bit word).
- * Those tests can mark a plain byte only above one truly marked, where a
- * borrow ran on, so the lowest mark is the first byte that is not plain:
- * a string shorter than a word costs one word.  The tail goes through
- * the table.
- */
+/* How many bytes of s[0..n) from the start are plain (the table's
+ * bytes), eight at a time (quote_span.h). */
 static inline size_t aur__json_plain_span(const unsigned char *s, size_t n)
 {
-    size_t i = 0;
-
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) &&                           \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    const uint64_t one = 0x0101010101010101u, top = 0x8080808080808080u;
-
-    for (; n - i >= 8; i += 8) {
-        uint64_t x, q, b, m;
-
-        memcpy(&x, s + i, 8);
-        q = x ^ (one * '"');
-        b = x ^ (one * '\\');
-        /* A top bit: the byte is >= 0x80, or it wrapped below 0x20,
-         * '"' or '\\' (a byte >= 0x80 marks itself, so the tests need
-         * not mask it out). */
-        m = (x | (x - one * 0x20) | (q - one) | (b - one)) & top;
-        if (m)
-            return i + (size_t)__builtin_ctzll(m) / 8;
-    }
-#endif
-    while (i < n && aur__json_plain_byte[s[i]])
-        i++;
-    return i;
+    return aur__quote_span(s, n, true);
 }
 
 /* If v is a kept big integer, set *digits (borrowed from v) and return

@@ -10,6 +10,7 @@
  */
 #include "fdlimit.h"
 #include "grow.h"
+#include "quote_span.h"
 #include "rfc3339.h"
 #include "utf8.h"
 
@@ -252,6 +253,58 @@ START_TEST(fd_text_names_the_limit)
 }
 END_TEST
 
+/* The reference: aur__quote_stop, a byte at a time. */
+static size_t span_ref(const unsigned char *s, size_t n, bool high)
+{
+    size_t i = 0;
+
+    while (i < n && !aur__quote_stop(s[i], high))
+        i++;
+    return i;
+}
+
+static void span_agrees(const unsigned char *s, size_t n)
+{
+    ck_assert_uint_eq(aur__quote_span(s, n, true), span_ref(s, n, true));
+    ck_assert_uint_eq(aur__quote_span(s, n, false), span_ref(s, n, false));
+}
+
+/* The eight-at-a-time span stops where a byte at a time does, in both
+ * modes: every byte value at every place of three words (so in each lane,
+ * and after bytes whose borrow could hide it), from every start offset,
+ * the input ending just before it, just after it or at the end; then
+ * seeded runs of mixed bytes and lengths. */
+START_TEST(quote_span_matches_bytes)
+{
+    static const unsigned char pick[] = {0x20, 0x21, 0x22, 0x23, 0x5b,
+                                         0x5c, 0x5d, 0x7f, 0x80, 0x1f,
+                                         0x00, 0xff, 0xa2, 0xdc, 'a', 'a'};
+    unsigned char buf[40];
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+
+    for (int c = 0; c < 256; c++) {
+        for (size_t at = 0; at < 24; at++) {
+            memset(buf, 'a', sizeof buf);
+            buf[at] = (unsigned char)c;
+            for (size_t off = 0; off < 8 && off <= at; off++) {
+                span_agrees(buf + off, at - off);
+                span_agrees(buf + off, at - off + 1);
+                span_agrees(buf + off, 32 - off);
+            }
+        }
+    }
+    for (int round = 0; round < 20000; round++) {
+        for (size_t i = 0; i < sizeof buf; i++) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            /* mostly runs, so they reach past a word */
+            buf[i] = (seed & 0xf00) ? (unsigned char)('a' + seed % 26)
+                                    : pick[seed % sizeof pick];
+        }
+        span_agrees(buf, (size_t)(seed >> 40) % (sizeof buf + 1));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("aurx");
@@ -266,6 +319,7 @@ int main(void)
     tcase_add_test(t, grow_doubles_to_ceiling);
     tcase_add_test(t, buf_put_keeps_nul_and_bound);
     tcase_add_test(t, fd_text_names_the_limit);
+    tcase_add_test(t, quote_span_matches_bytes);
     suite_add_tcase(s, t);
     return aur_check_main(s, NULL);
 }

@@ -199,6 +199,28 @@ static struct json_object *fs_int(struct fscan *f)
     return json_object_new_int64(neg ? -v : v);
 }
 
+/* The index of the quote that closes the string whose first byte is at
+ * i, or n when it does not close.  memchr finds quotes and backslashes (a
+ * long text argument is the usual big line); the next quote is looked
+ * for again only once an escape has moved past it, so every byte is
+ * searched at most twice however many escapes there are. */
+static size_t fs_string_end(const char *s, size_t n, size_t i)
+{
+    const char *q = NULL, *b;
+
+    while (i < n) {
+        if (!q || q < s + i)
+            q = memchr(s + i, '"', n - i);
+        if (!q)
+            return n;
+        b = memchr(s + i, '\\', (size_t)(q - (s + i)));
+        if (!b)
+            return (size_t)(q - s);
+        i = (size_t)(b - s) + 2;
+    }
+    return n;
+}
+
 /* Past the object at f->i ('{'), strings skipped; its depth must stay
  * well inside the parser's 128 with the line's own level around it.
  * Not a validation: the host's parser reads what is between. */
@@ -209,27 +231,7 @@ static bool fs_skip_object(struct fscan *f)
     for (size_t i = f->i; i < f->n; i++) {
         char c = f->s[i];
         if (c == '"') {
-            /* To the closing quote with memchr (a long text argument is
-             * the usual big line).  q, the next quote, is looked for
-             * again only once an escape has moved past it, so every
-             * byte is searched at most twice. */
-            const char *q = NULL;
-
-            for (i++; i < f->n;) {
-                const char *b;
-
-                if (!q || q < f->s + i)
-                    q = memchr(f->s + i, '"', f->n - i);
-                if (!q)
-                    return false;
-                b = memchr(f->s + i, '\\', (size_t)(q - (f->s + i)));
-                if (!b) {
-                    i = (size_t)(q - f->s);
-                    break;
-                }
-                i = (size_t)(b - f->s) + 2;
-            }
-            if (i >= f->n)
+            if ((i = fs_string_end(f->s, f->n, i + 1)) == f->n)
                 return false;
         } else if (c == '{' || c == '[') {
             if (++depth > 100)

@@ -76,21 +76,22 @@ static int hex4(const unsigned char *p)
 }
 
 /*
- * The string at sc->i (its opening quote).  With dst, its unescaped bytes
- * go there (room: the raw length) and *dlen says how many.  *escaped: it
- * had a backslash.  false on anything the general parser would reject,
- * and on \u0000 (json-c strings are read as C strings downstream).
+ * The string at sc->i (its opening quote), whose first run of plain bytes
+ * ends at run (string measured it).  With dst, its unescaped bytes go
+ * there (room: the raw length) and *dlen says how many.  *escaped: it had
+ * a backslash.  false on anything the general parser would reject, and on
+ * \u0000 (json-c strings are read as C strings downstream).
  */
-static bool string_slow(struct scan *sc, char *dst, size_t *dlen,
-                        bool *escaped)
+static bool string_rest(struct scan *sc, size_t run, char *dst,
+                        size_t *dlen, bool *escaped)
 {
     static const char in[] = "\"\\/bfnrt", out[] = "\"\\/\b\f\n\r\t";
     const unsigned char *s = sc->s;
     size_t i = sc->i + 1, d = 0;
 
     *escaped = false;
-    while (i < sc->n) {
-        size_t run = i + aur__json_plain_span(s + i, sc->n - i);
+    /* Each pass takes a run and what ends it; i grows every pass. */
+    for (;; run = i + aur__json_plain_span(s + i, sc->n - i)) {
         unsigned char c;
 
         if (dst && run > i)
@@ -149,18 +150,18 @@ static bool string_slow(struct scan *sc, char *dst, size_t *dlen,
             memcpy(dst + d, u, k);
         d += k;
     }
-    return false;
 }
 
-/* string_slow's contract; a string of plain bytes only (nearly every one
- * in a reply) is taken here in one span, without the call. */
+/* The string at sc->i, as string_rest says; a string of plain bytes only
+ * (nearly every one in a reply) is taken here in one span, without the
+ * call. */
 static inline bool string(struct scan *sc, char *dst, size_t *dlen,
                           bool *escaped)
 {
     size_t i = sc->i + 1, run = i + aur__json_plain_span(sc->s + i, sc->n - i);
 
     if (run >= sc->n || sc->s[run] != '"')
-        return string_slow(sc, dst, dlen, escaped);
+        return string_rest(sc, run, dst, dlen, escaped);
     if (dst)
         memcpy(dst, sc->s + i, run - i);
     if (dlen)

@@ -1,6 +1,6 @@
 /*
  * jsonx_int.h - shared by the jsonx_*.c files and by the engine's
- * call_reply.c, whose fast reply scanner shares the byte tables.
+ * call_reply.c, whose fast reply scanner shares the plain-byte span.
  *
  * A kept big integer (one that fits neither int64 nor uint64) is a json-c
  * double made by json_object_new_double_s(approx, digits): its userdata
@@ -42,12 +42,9 @@ int aur__json_repr_double(double d, char *buf, size_t size);
 /* The UTF-8 form of code point cp (at most 0x10FFFF) in u; its length. */
 size_t aur__json_utf8_put(unsigned char u[4], unsigned cp);
 
-/* 1 for the bytes that stand for themselves in a JSON string: printable
- * ASCII but the quote and the backslash. */
-extern const unsigned char aur__json_plain_byte[256];
-
-/* How many bytes of s[0..n) from the start are plain (the table's
- * bytes), eight at a time (quote_span.h). */
+/* How many bytes of s[0..n) from the start are plain, that is stand for
+ * themselves in a JSON string: printable ASCII but the quote and the
+ * backslash.  Eight at a time (quote_span.h). */
 static inline size_t aur__json_plain_span(const unsigned char *s, size_t n)
 {
     return aur__quote_span(s, n, true);

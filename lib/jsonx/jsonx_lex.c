@@ -12,7 +12,7 @@
  *
  * Speed (every inbound message goes through here): plain strings (ASCII,
  * no escapes) are made straight from the input, without the scratch
- * copy, and keys of the MCP vocabulary are stored as json-c constant keys
+ * copy, and keys of the wire vocabulary are stored as json-c constant keys
  * pointing at the static table below, so they cost neither a strdup nor
  * a free.  Such a key lives as long as this library stays mapped.
  */
@@ -156,26 +156,36 @@ static size_t plain_run(const struct parser *ps, size_t i)
     return i + aur__json_plain_span(ps->in + i, ps->len - i);
 }
 
-/* The MCP vocabulary, grouped by length (see intern_key). */
+/*
+ * The wire vocabulary, grouped by length (see aur__jp_intern): MCP's keys,
+ * the JSON Schema keywords tools' schemas use most, and the keys of the
+ * Aurora extensions' messages (a world event and its commit data).  A
+ * key found here costs no copy and no look-up when it is added.
+ */
 const char *const aur__jp_vocab[] = {
     /* 2 */ "id",
     /* 3 */ "uri",
-    /* 4 */ "type", "text", "name", "code", "data", "enum",
+    /* 4 */ "type", "text", "name", "code", "data", "enum", "kind", "$ref",
     /* 5 */ "_meta", "tools", "error", "items", "title", "level", "tasks",
-    "total",
+    "total", "scope", "const", "anyOf", "oneOf", "allOf", "$defs",
     /* 6 */ "result", "method", "params", "cursor", "format", "logger",
     "reason",
     /* 7 */ "jsonrpc", "content", "isError", "message", "version", "$schema",
-    "default", "logging", "maximum", "minimum", "prompts",
-    /* 8 */ "required", "mimeType", "progress",
-    /* 9 */ "arguments", "requestId", "resources", "subscribe",
+    "default", "logging", "maximum", "minimum", "prompts", "summary",
+    "pattern",
+    /* 8 */ "required", "mimeType", "progress", "event_id", "minItems",
+    "maxItems",
+    /* 9 */ "arguments", "requestId", "resources", "subscribe", "execution",
+    "minLength", "maxLength",
     /* 10 */ "resultType", "nextCursor", "properties", "serverInfo",
-    "clientInfo", "extensions",
+    "clientInfo", "extensions", "event_kind",
     /* 11 */ "inputSchema", "description", "annotations", "listChanged",
+    "occurred_at", "taskSupport", "uniqueItems",
     /* 12 */ "outputSchema", "capabilities", "experimental", "instructions",
-    /* 13 */ "progressToken", "notifications",
-    /* 14 */ "subscriptionId",
-    /* 15 */ "protocolVersion",
+    "readOnlyHint",
+    /* 13 */ "progressToken", "notifications", "openWorldHint",
+    /* 14 */ "subscriptionId", "idempotentHint",
+    /* 15 */ "protocolVersion", "destructiveHint",
     /* 17 */ "structuredContent", "supportedVersions",
     /* 20 */ "additionalProperties",
     /* 34 */ "io.modelcontextprotocol/serverInfo",
@@ -187,21 +197,22 @@ const char *const aur__jp_vocab[] = {
 };
 _Static_assert(AUR__ARRAY_LEN(aur__jp_vocab) <= VOCAB_BITS,
                "the vocabulary outgrew its bits");
+const size_t aur__jp_vocab_len = AUR__ARRAY_LEN(aur__jp_vocab);
 
-/* The index in the vocabulary of the key s[0..n), or -1. */
-static int intern_key(const unsigned char *s, size_t n)
+int aur__jp_intern(const unsigned char *s, size_t n)
 {
-    /* [first, end) of each length in the vocabulary. */
+    /* [first, end) of each length in the vocabulary (check_jsonx
+     * vocabulary_groups holds them to the table). */
     static const unsigned char first[43] = {
-        [2] = 0, [3] = 1, [4] = 2, [5] = 8, [6] = 16, [7] = 23, [8] = 34,
-        [9] = 37, [10] = 41, [11] = 47, [12] = 51, [13] = 55, [14] = 57,
-        [15] = 58, [17] = 59, [20] = 61, [34] = 62, [38] = 64, [39] = 65,
-        [42] = 66};
+        [2] = 0,   [3] = 1,   [4] = 2,   [5] = 10,  [6] = 24,
+        [7] = 31,  [8] = 44,  [9] = 50,  [10] = 57, [11] = 64,
+        [12] = 71, [13] = 76, [14] = 79, [15] = 81, [17] = 83,
+        [20] = 85, [34] = 86, [38] = 88, [39] = 89, [42] = 90};
     static const unsigned char end[43] = {
-        [2] = 1, [3] = 2, [4] = 8, [5] = 16, [6] = 23, [7] = 34, [8] = 37,
-        [9] = 41, [10] = 47, [11] = 51, [12] = 55, [13] = 57, [14] = 58,
-        [15] = 59, [17] = 61, [20] = 62, [34] = 64, [38] = 65, [39] = 66,
-        [42] = 68};
+        [2] = 1,   [3] = 2,   [4] = 10,  [5] = 24,  [6] = 31,
+        [7] = 44,  [8] = 50,  [9] = 57,  [10] = 64, [11] = 71,
+        [12] = 76, [13] = 79, [14] = 81, [15] = 83, [17] = 85,
+        [20] = 86, [34] = 88, [38] = 89, [39] = 90, [42] = 92};
 
     if (n >= sizeof first)
         return -1;
@@ -417,7 +428,7 @@ int aur__jp_key(struct parser *ps)
     ps->key_plain = end < ps->len && ps->in[end] == '"';
     if (ps->key_plain) {
         /* Plain: no escapes, so no U+0000 either. */
-        ps->key_idx = intern_key(ps->in + at + 1, end - at - 1);
+        ps->key_idx = aur__jp_intern(ps->in + at + 1, end - at - 1);
         ps->key.n = 0;
         if (ps->key_idx < 0 &&
             sb_put(ps, &ps->key, ps->in + at + 1, end - at - 1) != AUR_OK)

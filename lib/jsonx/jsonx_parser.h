@@ -60,10 +60,15 @@ static inline size_t chunk(size_t n)
 #define INT_MEM chunk(JC_BASE + 16)
 #define BOOL_MEM chunk(JC_BASE + 8)
 
-/* The MCP vocabulary: keys stored as json-c constant keys (one bit each
+/* The wire vocabulary: keys stored as json-c constant keys (one bit each
  * in an object's seen set, so at most VOCAB_BITS of them). */
 #define VOCAB_BITS 128
 extern const char *const aur__jp_vocab[];
+extern const size_t aur__jp_vocab_len;
+
+/* The index in the vocabulary of the key s[0..n) (not NUL-terminated),
+ * or -1. */
+int aur__jp_intern(const unsigned char *s, size_t n);
 
 /* A parse error at byte at (AUR_E_PROTOCOL), or no memory (AUR_E_NOMEM);
  * both fill ps->err and return the code. */

@@ -15,12 +15,11 @@
 #define EVENT_ID_MAX 160
 #define SCOPE_MAX 256
 
-static const char *const allowed_keys[] = {
-    "event_id", "scope", "kind", "occurred_at", "summary", "data", NULL};
-
-/* Checked in this order, before any grammar. */
-static const char *const string_keys[] = {
-    "event_id", "scope", "kind", "occurred_at", "summary", NULL};
+/* The payload's keys.  The strings come first, in the order they are
+ * checked (before any grammar). */
+enum { K_EVENT_ID, K_SCOPE, K_KIND, K_OCCURRED_AT, K_SUMMARY, K_DATA, K_N };
+static const char *const keys[K_N] = {"event_id",    "scope",   "kind",
+                                      "occurred_at", "summary", "data"};
 
 static const char *const reserved_prefixes[] = {
     "engine.", "tool.", "output.", "cadence.", "ops.", "mcp.", NULL};
@@ -37,29 +36,42 @@ struct text_facts {
 static bool text_facts(const char *s, size_t len, struct text_facts *f)
 {
     const unsigned char *u = (const unsigned char *)s;
+    bool space = false;
     uint32_t cp = 0;
-    size_t i = 0;
+    size_t i = 0, k;
 
     memset(f, 0, sizeof *f);
     f->blank = true;
     while (i < len) {
+        /* Visible ASCII, the common case: one code point a byte, neither
+         * space nor control, so nothing to decode. */
+        for (k = i; k < len && u[k] > 0x20 && u[k] < 0x80; k++)
+            ;
+        if (k > i) {
+            f->cps += k - i;
+            f->blank = false;
+            space = false;
+            i = k;
+            continue;
+        }
         /* Malformed UTF-8 fails here too: the host's parser already
          * refuses it, but the plugin does not rely on that. */
-        size_t k = aur__utf8_next(u + i, len - i, &cp);
+        k = aur__utf8_next(u + i, len - i, &cp);
         if (k == 0)
             return false;
         i += k;
-        if (f->cps == 0 && aur__py_space(cp))
+        space = aur__py_space(cp);
+        if (f->cps == 0 && space)
             f->edge_ws = true;
         f->cps++;
-        if (!aur__py_space(cp))
+        if (!space)
             f->blank = false;
         if (cp < 0x20)
             f->control = true;
         if (cp == 0)
             f->nul = true;
     }
-    if (f->cps > 0 && aur__py_space(cp))
+    if (space)
         f->edge_ws = true;
     return true;
 }
@@ -90,12 +102,13 @@ static bool scope_ok(const char *s, size_t len)
 /* The payload                                                      */
 /* ---------------------------------------------------------------- */
 
-static bool allowed(const char *key)
+/* key's index in keys, or K_N. */
+static size_t key_index(const char *key)
 {
-    for (size_t i = 0; allowed_keys[i]; i++)
-        if (strcmp(key, allowed_keys[i]) == 0)
-            return true;
-    return false;
+    size_t i = 0;
+    while (i < K_N && strcmp(key, keys[i]) != 0)
+        i++;
+    return i;
 }
 
 /* A server's key is named only when it looks like a plain identifier:
@@ -118,10 +131,8 @@ static int reject(struct aur_error *err, const char *what)
     return aur_fail(err, AUR_E_EVENT, 0, "invalid business event: %s", what);
 }
 
-static const char *str_of(struct json_object *o, const char *key, size_t *len)
+static const char *str_of(struct json_object *v, size_t *len)
 {
-    struct json_object *v = NULL;
-    json_object_object_get_ex(o, key, &v);
     *len = (size_t)json_object_get_string_len(v);
     return json_object_get_string(v);
 }
@@ -129,49 +140,54 @@ static const char *str_of(struct json_object *o, const char *key, size_t *len)
 int we_event_parse(struct json_object *payload, struct we_event *ev,
                    struct aur_error *err)
 {
+    struct json_object *field[K_N] = {NULL};
+    bool present[K_N] = {false};
     struct text_facts f;
-    struct json_object *v;
     const char *s;
     size_t len;
 
     memset(ev, 0, sizeof *ev);
     if (!json_object_is_type(payload, json_type_object))
         return reject(err, "the payload is not a JSON object");
+    /* One pass over the members, where a look-up per key hashed each
+     * name again.  A JSON null member is present with a NULL value. */
     json_object_object_foreach(payload, key, val)
     {
-        (void)val;
-        if (allowed(key))
+        size_t i = key_index(key);
+        if (i < K_N) {
+            field[i] = val;
+            present[i] = true;
             continue;
+        }
         if (nameable(key))
             return aur_fail(err, AUR_E_EVENT, 0,
                             "invalid business event: unexpected key %s", key);
         return reject(err, "unexpected key");
     }
-    for (size_t i = 0; string_keys[i]; i++) {
-        if (!json_object_object_get_ex(payload, string_keys[i], &v))
+    for (size_t i = 0; i < K_DATA; i++) {
+        if (!present[i])
             return aur_fail(err, AUR_E_EVENT, 0,
-                            "invalid business event: %s is missing",
-                            string_keys[i]);
-        if (!json_object_is_type(v, json_type_string))
+                            "invalid business event: %s is missing", keys[i]);
+        if (!json_object_is_type(field[i], json_type_string))
             return aur_fail(err, AUR_E_EVENT, 0,
                             "invalid business event: %s is not a JSON string",
-                            string_keys[i]);
+                            keys[i]);
     }
 
-    s = str_of(payload, "event_id", &len);
+    s = str_of(field[K_EVENT_ID], &len);
     if (!event_id_ok(s, len))
         return reject(err, "event_id does not match "
                            "[A-Za-z0-9][A-Za-z0-9._:-]{0,159}");
     ev->event_id = s;
 
-    s = str_of(payload, "scope", &len);
+    s = str_of(field[K_SCOPE], &len);
     if (!scope_ok(s, len))
         return reject(err, "scope is not a valid MCP scope (non-empty, no "
                            "surrounding whitespace, no control character, "
                            "at most 256 code points)");
     ev->scope = s;
 
-    s = str_of(payload, "kind", &len);
+    s = str_of(field[K_KIND], &len);
     if (!text_facts(s, len, &f) || f.blank || f.control)
         return reject(err, "kind is blank or contains a control character");
     for (size_t i = 0; reserved_prefixes[i]; i++)
@@ -185,22 +201,22 @@ int we_event_parse(struct json_object *payload, struct we_event *ev,
 
     /* U+0000 cannot cross the C ABI intact, so it is refused rather than
      * silently cut. */
-    s = str_of(payload, "summary", &len);
+    s = str_of(field[K_SUMMARY], &len);
     if (!text_facts(s, len, &f) || f.blank)
         return reject(err, "summary is blank");
     if (f.nul)
         return reject(err, "summary contains U+0000");
     ev->summary = s;
 
-    s = str_of(payload, "occurred_at", &len);
+    s = str_of(field[K_OCCURRED_AT], &len);
     if (!aur__rfc3339_utc(s, len, true, 0, ev->occurred_at))
         return reject(err, "occurred_at is not an RFC 3339 date-time with Z "
                            "or an offset");
 
-    if (json_object_object_get_ex(payload, "data", &v)) {
-        if (!json_object_is_type(v, json_type_object))
+    if (present[K_DATA]) {
+        if (!json_object_is_type(field[K_DATA], json_type_object))
             return reject(err, "data is not a JSON object");
-        ev->data = v;
+        ev->data = field[K_DATA];
     }
     return AUR_OK;
 }

@@ -546,10 +546,13 @@ START_TEST(invalid_commits_rejected)
         case 19: t.c.source = "s\xed\xa0\x80"; break; /* a surrogate */
         case 20: t.c.summary = "\xc0\xaf"; break;     /* overlong */
         case 21: t.scopes[0] = "scope\xf4\x90\x80\x80"; break;
+        /* first in a word after a word of ASCII; a lone 0x80 at the end */
+        case 22: t.c.summary = "eight ok\xff" "1234567"; break;
+        case 23: t.c.kind = "kind\x80"; break;
         default:
-            if ((size_t)(i - 22) >= AUR__ARRAY_LEN(bad_times))
+            if ((size_t)(i - 24) >= AUR__ARRAY_LEN(bad_times))
                 goto done;
-            t.c.occurred_at = bad_times[i - 22];
+            t.c.occurred_at = bad_times[i - 24];
         }
         ck_assert_msg(append(j, &t, NULL, NULL, &err) == AUR_E_INVAL,
                       "case %d accepted", i);
@@ -559,7 +562,7 @@ START_TEST(invalid_commits_rejected)
     }
 done:
     unmk(&t);
-    ck_assert_int_eq(n, 22 + (int)AUR__ARRAY_LEN(bad_times));
+    ck_assert_int_eq(n, 24 + (int)AUR__ARRAY_LEN(bad_times));
     ck_assert_int_eq(aur__journal_count(j), 0);
     ck_assert_int_eq(aur__journal_append(j, NULL, NULL, NULL, &err),
                      AUR_E_INVAL);
@@ -579,7 +582,8 @@ done:
          levels <= AUR__JOURNAL_MAX_DEPTH; levels++) {
         mk(&t, levels < AUR__JOURNAL_MAX_DEPTH ? "deep" : "deeper",
            "summary", "a",
-           "{\"s\":\"[[{{ NaN Infinity \\\" ]]\",\"NaN\":-1e308}");
+           "{\"s\":\"[[{{ NaN Infinity \\\" ]]\",\"u\":\"\\\\\","
+           "\"v\":\"\xc3\xa9[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\n\",\"NaN\":-1e308}");
         cur = json_object_new_array();
         json_object_object_add(t.c.data, "d", cur);
         for (int d = 3; d <= levels; d++) {

@@ -16,6 +16,7 @@
 
 #include "jsonx.h"
 #include "jsonx_int.h"
+#include "jsonx_parser.h"
 
 #define DEPTH 128
 
@@ -643,6 +644,69 @@ START_TEST(plain_bytes_are_printable_ascii)
 }
 END_TEST
 
+/* The vocabulary's length groups match its table: every key is found
+ * at its own index, nothing one byte shorter or longer is taken for it,
+ * and no key is there twice.  A group bound off by one would read a
+ * longer key's prefix as a match. */
+START_TEST(vocabulary_groups)
+{
+    ck_assert_uint_le(aur__jp_vocab_len, VOCAB_BITS);
+    for (size_t i = 0; i < aur__jp_vocab_len; i++) {
+        const char *k = aur__jp_vocab[i];
+        size_t n = strlen(k);
+        char longer[64];
+        int j;
+
+        ck_assert_uint_lt(n + 2, sizeof longer);
+        ck_assert_int_eq(aur__jp_intern((const unsigned char *)k, n), (int)i);
+        for (size_t m = 0; m < n; m++) {
+            j = aur__jp_intern((const unsigned char *)k, m);
+            ck_assert_msg(j < 0 || (strlen(aur__jp_vocab[j]) == m &&
+                                    memcmp(aur__jp_vocab[j], k, m) == 0),
+                          "prefix %zu of %s found as %d", m, k, j);
+        }
+        snprintf(longer, sizeof longer, "%sx", k);
+        ck_assert_int_eq(aur__jp_intern((const unsigned char *)longer, n + 1),
+                         -1);
+        for (size_t o = i + 1; o < aur__jp_vocab_len; o++)
+            ck_assert_str_ne(k, aur__jp_vocab[o]);
+    }
+}
+END_TEST
+
+/* An object of every vocabulary key, each given twice (the last wins),
+ * then once more spelled with an escape: the seen bits of both words, and
+ * the look-up that an escaped key forces. */
+START_TEST(vocabulary_keys_parse)
+{
+    struct aur__buf b = {0};
+    struct json_object *v = NULL, *x;
+    struct aur_error err;
+
+    ck_assert_int_eq(aur__buf_put(&b, "{", 1, SIZE_MAX), 0);
+    for (size_t i = 0; i < aur__jp_vocab_len; i++) {
+        char item[128];
+        int n = snprintf(item, sizeof item, "\"%s\":%zu,\"%s\":%zu,",
+                         aur__jp_vocab[i], i, aur__jp_vocab[i], i + 1000);
+        ck_assert_int_eq(aur__buf_put(&b, item, (size_t)n, SIZE_MAX), 0);
+    }
+    /* "\u0069d" is "id": found by look-up, replacing 1000 */
+    const char *tail = "\"\\u0069d\":7}";
+    ck_assert_int_eq(aur__buf_put(&b, tail, strlen(tail), SIZE_MAX), 0);
+    ck_assert_int_eq(aur__json_parse(b.p, b.n, DEPTH, &v, &err), AUR_OK);
+    ck_assert_int_eq(json_object_object_length(v), (int)aur__jp_vocab_len);
+    for (size_t i = 0; i < aur__jp_vocab_len; i++) {
+        ck_assert(json_object_object_get_ex(v, aur__jp_vocab[i], &x));
+        ck_assert_int_eq(json_object_get_int64(x),
+                         strcmp(aur__jp_vocab[i], "id") == 0
+                             ? 7
+                             : (int64_t)(i + 1000));
+    }
+    json_object_put(v);
+    free(b.p);
+}
+END_TEST
+
 static Suite *jsonx_suite(void)
 {
     Suite *s = suite_create("jsonx");
@@ -670,6 +734,8 @@ static Suite *jsonx_suite(void)
     tcase_add_test(tc, parse_strings_exact);
     tcase_add_test(tc, parse_integer_types);
     tcase_add_test(tc, plain_bytes_are_printable_ascii);
+    tcase_add_test(tc, vocabulary_groups);
+    tcase_add_test(tc, vocabulary_keys_parse);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("depth");

@@ -181,7 +181,7 @@ static const struct bad_row bad_rows[] = {
     /* strings must be JSON strings */
     {EV("12", D_SC, D_KI, D_AT, D_SU, ""), "event_id"},
     {EV(D_ID, "1", D_KI, D_AT, D_SU, ""), "scope"},
-    {EV(D_ID, D_SC, "null", D_AT, D_SU, ""), "kind"},
+    {EV(D_ID, D_SC, "null", D_AT, D_SU, ""), "kind is not a JSON string"},
     {EV(D_ID, D_SC, D_KI, "1777622400", D_SU, ""), "occurred_at"},
     {EV(D_ID, D_SC, D_KI, D_AT, "true", ""), "summary"},
     {EV(D_ID, D_SC, D_KI, D_AT, "[\"SECRET\"]", ""), "summary"},
@@ -201,11 +201,15 @@ static const struct bad_row bad_rows[] = {
     {EV(D_ID, "\"\\u00a0qq:1\"", D_KI, D_AT, D_SU, ""), "scope"},
     {EV(D_ID, "\"scope\\nline\"", D_KI, D_AT, D_SU, ""), "scope"},
     {EV(D_ID, "\"sc\\u001fope\"", D_KI, D_AT, D_SU, ""), "scope"},
+    {EV(D_ID, "\"qq:1\\t\"", D_KI, D_AT, D_SU, ""), "scope"},
+    {EV(D_ID, "\"\\u001cqq:1\"", D_KI, D_AT, D_SU, ""), "scope"},
+    {EV(D_ID, "\"qq:1\\u0085\"", D_KI, D_AT, D_SU, ""), "scope"},
     /* kind */
     {EV(D_ID, D_SC, "\"\"", D_AT, D_SU, ""), "kind"},
     {EV(D_ID, D_SC, "\" \\t\\u3000 \"", D_AT, D_SU, ""), "kind"},
     {EV(D_ID, D_SC, "\"qq\\tmessage\"", D_AT, D_SU, ""), "kind"},
     {EV(D_ID, D_SC, "\"qq.message\\u0000\"", D_AT, D_SU, ""), "kind"},
+    {EV(D_ID, D_SC, "\"\\u001e\"", D_AT, D_SU, ""), "kind"},
     {EV(D_ID, D_SC, "\"engine.x\"", D_AT, D_SU, ""), "engine."},
     {EV(D_ID, D_SC, "\"tool.x\"", D_AT, D_SU, ""), "tool."},
     {EV(D_ID, D_SC, "\"output.x\"", D_AT, D_SU, ""), "output."},
@@ -216,6 +220,7 @@ static const struct bad_row bad_rows[] = {
     {EV(D_ID, D_SC, D_KI, D_AT, "\"\"", ""), "summary"},
     {EV(D_ID, D_SC, D_KI, D_AT, "\" \\n\\u2028\\u3000\"", ""), "summary"},
     {EV(D_ID, D_SC, D_KI, D_AT, "\"SECRET\\u0000\"", ""), "summary"},
+    {EV(D_ID, D_SC, D_KI, D_AT, "\"\\u001f\"", ""), "summary"},
     /* occurred_at */
     {EV(D_ID, D_SC, D_KI, "\"2026-05-01T08:30:00\"", D_SU, ""), "occurred_at"},
     {EV(D_ID, D_SC, D_KI, "\"2026-05-01\"", D_SU, ""), "occurred_at"},
@@ -247,6 +252,11 @@ static const struct bad_row bad_rows[] = {
     {EV(D_ID, D_SC, D_KI, D_AT, D_SU, ",\"data\":[\"SECRET\"]"), "data"},
     {EV(D_ID, D_SC, D_KI, D_AT, D_SU, ",\"data\":\"SECRET\""), "data"},
     {EV(D_ID, D_SC, D_KI, D_AT, D_SU, ",\"data\":1"), "data"},
+    /* a repeated key: the last one is the member */
+    {EV(D_ID, D_SC, D_KI, D_AT, D_SU, ",\"data\":{},\"data\":null"), "data"},
+    {"{\"event_id\":" D_ID ",\"scope\":" D_SC ",\"kind\":" D_KI
+     ",\"occurred_at\":" D_AT ",\"summary\":" D_SU ",\"kind\":null}",
+     "kind"},
 };
 
 START_TEST(rejects_table)
@@ -332,6 +342,11 @@ static const struct good_row good_rows[] = {
     {EV(D_ID, D_SC, "\"console.x\"", D_AT, D_SU, ""), "2026-05-01T08:30:00Z"},
     {EV(D_ID, D_SC, "\"aurora.x\"", D_AT, D_SU, ""), "2026-05-01T08:30:00Z"},
     {EV(D_ID, D_SC, "\"engine\"", D_AT, D_SU, ""), "2026-05-01T08:30:00Z"},
+    /* DEL is neither space nor control; a non-ASCII space inside */
+    {EV(D_ID, D_SC, "\"qq\\u007fmessage\"", D_AT, D_SU, ""),
+     "2026-05-01T08:30:00Z"},
+    {EV(D_ID, "\"qq:\\u3000group\"", D_KI, D_AT, "\"x\\u001f \"", ""),
+     "2026-05-01T08:30:00Z"},
     /* 160-character id, every allowed punctuation */
     {EV("\"A._:-" ID150 "12345\"", D_SC, D_KI, D_AT, D_SU, ""),
      "2026-05-01T08:30:00Z"},
@@ -373,23 +388,33 @@ END_TEST
 
 START_TEST(scope_length_limit)
 {
-    /* 256 code points pass, 257 fail; "频" is 3 bytes, 1 code point */
+    /* 256 code points pass, 257 fail, counted in three spellings: "频"
+     * (3 bytes, 1 code point), ASCII, and ASCII ending in "频" */
+    static const struct {
+        const char *unit, *last;
+    } kinds[] = {{"\xe9\xa2\x91", "\xe9\xa2\x91"}, {"a", "a"},
+                 {"a", "\xe9\xa2\x91"}};
     char sc[1024], payload[2048];
     struct aur_error err;
     void *s = world_session(PKG);
-    for (int n = 256; n <= 257; n++) {
-        size_t k = 0;
-        for (int i = 0; i < n; i++) {
-            memcpy(sc + k, "\xe9\xa2\x91", 3);
-            k += 3;
+    for (size_t t = 0; t < (sizeof kinds / sizeof kinds[0]); t++) {
+        for (int n = 256; n <= 257; n++) {
+            size_t k = 0;
+            for (int i = 0; i < n; i++) {
+                const char *u = i + 1 == n ? kinds[t].last : kinds[t].unit;
+                memcpy(sc + k, u, strlen(u));
+                k += strlen(u);
+            }
+            sc[k] = '\0';
+            snprintf(payload, sizeof payload,
+                     EV("\"ev-%zu-%d\"", "\"%s\"", D_KI, D_AT, D_SU, ""), t, n,
+                     sc);
+            int rc = notify(s, EV_METHOD, payload, 1, &err);
+            ck_assert_msg(rc == (n == 256 ? AUR_OK : AUR_E_EVENT),
+                          "spelling %zu, %d code points: %d", t, n, rc);
         }
-        sc[k] = '\0';
-        snprintf(payload, sizeof payload,
-                 EV("\"ev-%d\"", "\"%s\"", D_KI, D_AT, D_SU, ""), n, sc);
-        int rc = notify(s, EV_METHOD, payload, 1, &err);
-        ck_assert_int_eq(rc, n == 256 ? AUR_OK : AUR_E_EVENT);
     }
-    ck_assert_uint_eq(ncommits, 1);
+    ck_assert_uint_eq(ncommits, (sizeof kinds / sizeof kinds[0]));
 }
 END_TEST
 

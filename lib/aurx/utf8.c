@@ -7,6 +7,8 @@
  */
 #include "utf8.h"
 
+#include <string.h>
+
 size_t aur__utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
 {
     unsigned char lo = 0x80, hi = 0xBF, b = s[0];
@@ -46,6 +48,33 @@ size_t aur__utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
     if (cp)
         *cp = v;
     return need;
+}
+
+/* How many bytes from the start of s[0..n) are ASCII: a word's top bits
+ * first, eight bytes at a time, then the tail. */
+static size_t ascii_span(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        if (x & 0x8080808080808080u)
+            break;
+    }
+    while (i < n && s[i] < 0x80)
+        i++;
+    return i;
+}
+
+bool aur__utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0, k;
+    while ((i += ascii_span(s + i, n - i)) < n) {
+        if (!(k = aur__utf8_next(s + i, n - i, NULL)))
+            return false;
+        i += k;
+    }
+    return true;
 }
 
 bool aur__py_space(uint32_t c)

@@ -20,6 +20,10 @@
  */
 size_t aur__utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
 
+/* s[0..n) is well-formed UTF-8 throughout (aur__utf8_next's set).  Runs
+ * of ASCII are passed over eight bytes at a time. */
+bool aur__utf8_valid(const unsigned char *s, size_t n);
+
 /* Python's str.isspace() for one code point: what str.strip() removes. */
 bool aur__py_space(uint32_t cp);
 

@@ -26,13 +26,7 @@ struct aur_builtin_reply {
  * which only UTF-8 can be. */
 static bool utf8_ok(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s), k;
-
-    for (size_t i = 0; i < n; i += k)
-        if (!(k = aur__utf8_next(p + i, n - i, NULL)))
-            return false;
-    return true;
+    return aur__utf8_valid((const unsigned char *)s, strlen(s));
 }
 
 /* Takes schema (NULL = {"type":"object"}); frees it on failure. */

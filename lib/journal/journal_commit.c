@@ -29,37 +29,11 @@ static bool blank(const char *s)
     return true;
 }
 
-/* How many bytes from the start of s[0..n) are ASCII, tested eight at a
- * time (a word's top bits). */
-static size_t ascii_span(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    for (; n - i >= 8; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        if (x & 0x8080808080808080u)
-            break;
-    }
-    while (i < n && s[i] < 0x80)
-        i++;
-    return i;
-}
-
 /* Well-formed UTF-8: PostgreSQL refuses anything else, and one bad
  * string must fail its own commit, not the batch it rides in. */
 static bool utf8_ok(const char *s)
 {
-    size_t n = strlen(s), i = 0, k;
-    while (i < n) {
-        i += ascii_span((const unsigned char *)s + i, n - i);
-        if (i == n)
-            break;
-        k = aur__utf8_next((const unsigned char *)s + i, n - i, NULL);
-        if (k == 0)
-            return false;
-        i += k;
-    }
-    return true;
+    return aur__utf8_valid((const unsigned char *)s, strlen(s));
 }
 
 /*

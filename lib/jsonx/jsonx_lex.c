@@ -245,12 +245,8 @@ static int parse_string(struct parser *ps, struct aur__buf *sb)
         } else if (c < 0x20) {
             return aur__jp_fail_at(ps, ps->pos, "control character in string");
         } else if (c < 0x80) {
-            /* Copy a run of plain ASCII at once. */
-            run = ps->pos + 1;
-            while (run < ps->len && ps->in[run] >= 0x20 &&
-                   ps->in[run] < 0x80 && ps->in[run] != '"' &&
-                   ps->in[run] != '\\')
-                run++;
+            /* Copy a run of plain ASCII at once (c is plain). */
+            run = plain_run(ps, ps->pos + 1);
             if (sb_put(ps, sb, ps->in + ps->pos, run - ps->pos) != AUR_OK)
                 return AUR_E_NOMEM;
             ps->pos = run;

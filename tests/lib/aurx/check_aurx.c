@@ -305,6 +305,56 @@ START_TEST(quote_span_matches_bytes)
 }
 END_TEST
 
+/* aur__utf8_valid, byte by byte: the decoder over the whole input. */
+static bool utf8_valid_bytes(const unsigned char *s, size_t n)
+{
+    size_t k;
+    for (size_t i = 0; i < n; i += k)
+        if (!(k = aur__utf8_next(s + i, n - i, NULL)))
+            return false;
+    return true;
+}
+
+/* The word skip agrees with the decoder: every byte value at every place
+ * of three words of ASCII (each lane, first and last of a word, the
+ * tail), from every start offset; then seeded runs of ASCII with well-
+ * and ill-formed sequences. */
+START_TEST(utf8_valid_matches_bytes)
+{
+    static const char *const pick[] = {"\xc3\xa9", "\xe9\xa2\x91",
+                                       "\xf0\x9f\x98\x80", "\x80", "\xc3",
+                                       "\xed\xa0\x80", "\xff", "\xc0\xaf"};
+    unsigned char buf[48];
+    uint64_t seed = 0x2545f4914f6cdd1du;
+
+    for (int c = 0; c < 256; c++) {
+        for (size_t at = 0; at < 24; at++) {
+            memset(buf, 'a', sizeof buf);
+            buf[at] = (unsigned char)c;
+            for (size_t off = 0; off < 8 && off <= at; off++)
+                for (size_t end = at - off; end <= 32 - off; end++)
+                    ck_assert_int_eq(aur__utf8_valid(buf + off, end),
+                                     utf8_valid_bytes(buf + off, end));
+        }
+    }
+    for (int round = 0; round < 20000; round++) {
+        size_t n = 0;
+        while (n < 40) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            if (seed & 0xf00) {
+                buf[n++] = (unsigned char)('a' + seed % 26);
+            } else {
+                const char *u = pick[seed % (sizeof pick / sizeof pick[0])];
+                memcpy(buf + n, u, strlen(u));
+                n += strlen(u);
+            }
+        }
+        n = (size_t)(seed >> 40) % (n + 1);
+        ck_assert_int_eq(aur__utf8_valid(buf, n), utf8_valid_bytes(buf, n));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("aurx");
@@ -313,6 +363,7 @@ int main(void)
     tcase_set_timeout(t, 60); /* every code point, under sanitizers too */
 
     tcase_add_test(t, utf8_boundaries);
+    tcase_add_test(t, utf8_valid_matches_bytes);
     tcase_add_test(t, py_space_is_pythons);
     tcase_add_test(t, rfc3339_to_utc);
     tcase_add_test(t, utc_format);

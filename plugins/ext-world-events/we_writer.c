@@ -201,6 +201,17 @@ static void commit_batch(struct we_session *s, struct we_batch *b, size_t n)
         count_result(s, exact, b->res[i], b->p[i]->event_id, &t);
         b->p[i]->next = i + 1 < n ? b->p[i + 1] : NULL;
     }
+    /* Counts only: the journal's own texts may name a commit id.  Logged
+     * before the counts are published, so whoever sees an event counted
+     * as rejected finds its line in the log already. */
+    if (t.conflicts)
+        s->host->log(s->self, AUR_LOG_WARN,
+                     "events: %zu rejected: event_id already committed with "
+                     "different content", t.conflicts);
+    if (t.failures)
+        s->host->log(s->self, AUR_LOG_WARN,
+                     "events: %zu rejected: %s", t.failures,
+                     rc != AUR_OK ? aur_rc_word(rc) : "journal_error");
     /* under mu, which status also takes: a status never sees an event
      * both as queued and as answered, so its counts always add up */
     pthread_mutex_lock(&s->mu);
@@ -213,15 +224,6 @@ static void commit_batch(struct we_session *s, struct we_batch *b, size_t n)
     atomic_fetch_add(&s->write_failures, t.failures);
     atomic_fetch_sub(&s->queued, n);
     pthread_mutex_unlock(&s->mu);
-    /* counts only: the journal's own texts may name a commit id */
-    if (t.conflicts)
-        s->host->log(s->self, AUR_LOG_WARN,
-                     "events: %zu rejected: event_id already committed with "
-                     "different content", t.conflicts);
-    if (t.failures)
-        s->host->log(s->self, AUR_LOG_WARN,
-                     "events: %zu rejected: %s", t.failures,
-                     rc != AUR_OK ? aur_rc_word(rc) : "journal_error");
 }
 
 /* ---------------------------------------------------------------- */

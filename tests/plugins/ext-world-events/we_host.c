@@ -38,11 +38,16 @@ const char *fail_summary; /* a batch holding it fails whole */
 
 static void t_log(struct aur_self *self, int level, const char *fmt, ...)
     AUR_PRINTF(3, 4);
+void *log_watch;
+int64_t rejected_at_log = -1;
+
 static void t_log(struct aur_self *self, int level, const char *fmt, ...)
 {
     va_list ap;
+    size_t start;
     (void)self;
     pthread_mutex_lock(&hmu);
+    start = loglen;
     loglen += (size_t)snprintf(logbuf + loglen, sizeof logbuf - loglen,
                                "%d ", level);
     va_start(ap, fmt);
@@ -50,8 +55,11 @@ static void t_log(struct aur_self *self, int level, const char *fmt, ...)
                                 ap);
     va_end(ap);
     loglen += (size_t)snprintf(logbuf + loglen, sizeof logbuf - loglen, "\n");
+    bool rejection = log_watch && strstr(logbuf + start, " rejected: ");
     pthread_mutex_unlock(&hmu);
     ck_assert_uint_lt(loglen, sizeof logbuf);
+    if (rejection)
+        rejected_at_log = count_of(log_watch, "rejected");
 }
 
 static int64_t t_now(void)

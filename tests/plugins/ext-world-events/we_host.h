@@ -63,6 +63,10 @@ extern size_t ncommits;
 extern int write_calls;
 extern char logbuf[65536];
 extern size_t loglen;
+/* When set, a log line saying events were rejected records, as it is
+ * logged, log_watch's "rejected" count in rejected_at_log. */
+extern void *log_watch;
+extern int64_t rejected_at_log;
 extern pthread_mutex_t hmu;
 extern pthread_cond_t hcv;
 extern bool gate_closed;          /* world_write_batch waits while set */

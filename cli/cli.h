@@ -87,14 +87,21 @@ struct serve_input {
     size_t n, cap, off, scan;
     bool dropping; /* skipping the rest of a line over SERVE_MAX_LINE */
     bool eof;      /* read returned 0 (or failed): never read again */
+    /* Asked (may be NULL) before the reader waits for more input: true
+     * = return SERVE_INPUT_YIELD instead of waiting. */
+    bool (*before_wait)(void *arg);
+    void *before_wait_arg;
 };
 /* A line of more than SERVE_MAX_LINE bytes began: answer it once
  * (bad_request), then ask again; its rest is skipped. */
 #define SERVE_INPUT_TOO_LONG 2
+/* No line is buffered and before_wait asked not to wait yet. */
+#define SERVE_INPUT_YIELD 3
 /*
  * The next non-empty line of stdin (without LF or a final CR) into *line
  * (in->buf, valid until the next call) and *len; at EOF a last line
- * without LF counts too.  1 = a line; SERVE_INPUT_TOO_LONG; 0 = EOF or
+ * without LF counts too.  1 = a line; SERVE_INPUT_TOO_LONG;
+ * SERVE_INPUT_YIELD; 0 = EOF or
  * an error (in->eof set); -1 = one of wake[0..nwake) is readable, or
  * nothing came within timeout_ms (-1: no limit), or *budget bytes have
  * been read (budget NULL: no limit; with *budget 0 only an end of input

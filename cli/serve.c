@@ -158,6 +158,8 @@ int cli_serve(const char *dir)
     /* serve's own descriptors come before the Apps': a host that runs
      * out of them does so while starting an App, which names the App,
      * not after a start that went well. */
+    s.in.before_wait = serve_batch_pending;
+    s.in.before_wait_arg = &s;
     s.in.cap = 65536;
     s.in.buf = malloc(s.in.cap);
     if (!s.in.buf || (serve_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||

@@ -78,6 +78,8 @@ int serve_input_next(struct serve_input *in, const char **line, size_t *len,
                 return 0;
             }
         }
+        if (in->before_wait && in->before_wait(in->before_wait_arg))
+            return SERVE_INPUT_YIELD;
         struct pollfd p[4] = {{0, POLLIN, 0}};
         size_t want = in->cap - in->n;
         ssize_t got;

@@ -113,5 +113,8 @@ void serve_end_requests(struct server *s, bool signalled);
 /* One more worker (mu held); false when there is no room or no thread
  * could be made. */
 bool serve_grow(struct server *s);
+/* serve_input.before_wait: whether this thread holds a burst's
+ * requests, which must be written before it waits for input. */
+bool serve_batch_pending(void *server);
 
 #endif

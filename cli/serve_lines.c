@@ -181,7 +181,8 @@ void serve_refuse_line(struct server *s, const char *line, size_t len)
     serve_request_clear(&r);
 }
 
-/* As the reader: answer lines until one is a call (1, *call set) or the
+/* As the reader: answer lines until one is a call (1, *call set), the
+ * reader would wait with a batch open (2: serve_batch_pending), or the
  * input ends (0: EOF or shutdown, -1: a signal). */
 int serve_read_request(struct server *s, struct job **call)
 {
@@ -197,6 +198,8 @@ int serve_read_request(struct server *s, struct job **call)
             serve_respond(s, NULL, NULL, "bad_request", "line too long");
             continue;
         }
+        if (r == SERVE_INPUT_YIELD)
+            return 2;
         if (handle_line(s, line, len, call))
             return 0;
         if (*call)

@@ -13,26 +13,30 @@
  * the reader; stdin armed EPOLLONESHOT (the next byte wakes one idle
  * thread, which becomes the reader); the always-readable pass eventfd
  * armed EPOLLONESHOT (an idle thread wakes at once: lines are already
- * buffered, or stdin is a file epoll cannot watch).  A reader that reads
- * a call while others run releases the token and runs the call itself:
- * the next request wakes whichever thread is parked.  When no thread is
+ * buffered, or stdin is a file epoll cannot watch).  When no thread is
  * idle, or WORKERS calls already run, the reader queues the call (up to
  * MAX_QUEUED) and keeps reading, so the other ops are still answered
  * while every worker is busy.
  *
- * A call that is the only one (nothing running, no further line
- * buffered: the sequential case) is run by the reader without giving the
- * role up, and the reader reads on when the call's send returns: the
- * next request then wakes no parked thread, and the reader never has to
- * run again only to park (one context switch a call less).  A send can
- * wait for a server that does not read, so the role is not held
- * unbounded: a periodic timer (tick_fd, armed while calls are kept)
- * wakes an idle thread, which takes the role from a call it finds kept
- * at two ticks in a row and hands it on as release_token does.
+ * The reader runs the calls it reads itself, without giving the role up,
+ * and reads on when a call's send returns: the next request then wakes
+ * no parked thread.  A call that is the only one (nothing running, no
+ * further line buffered: the sequential case) is sent at once, and
+ * transport-stdio may read its reply on this thread.  Any other call
+ * joins a batch (aur_mcp_batch_begin): its request is held, and when
+ * no further line is buffered the reader ends the batch, which writes
+ * what it holds in one write per App, just before the reader waits for
+ * input.  So an App is woken once for a burst, not once a call (the
+ * scheduler then lets it read the burst while the reader sleeps, instead
+ * of switching on every request; docs/benchmarks.md).  A send, or a
+ * batch's end, can wait for a server that does not read, so the role is
+ * not held unbounded: a periodic timer (tick_fd, armed while calls are
+ * kept) wakes an idle thread, which takes the role from a call it finds
+ * kept at two ticks in a row and hands it on as release_token does.
  *
  * The pool grows to at most WORKERS + 1 threads (a send can wait for a
- * server that does not read, so the reader's role is handed on before a
- * call is started), but the limit is not the thread count: running
+ * server that does not read, and an idle thread then takes the reader's
+ * role from it), but the limit is not the thread count: running
  * counts the calls started and not yet answered, and a thread starts a
  * call (its own or a queued one) only while running < WORKERS.  A call
  * that ends while calls are queued wakes a parked thread for them
@@ -197,10 +201,37 @@ static void tick(struct server *s)
         release_token(s);
 }
 
+/* Whether this thread started calls in a burst whose requests are still
+ * held (aur_mcp_batch_begin): only a reader opens one, and it ends it
+ * before it waits for input or gives up the role. */
+static __thread bool batching;
+
+static void batch_open(struct server *s)
+{
+    if (!batching) {
+        aur_mcp_batch_begin(s->h);
+        batching = true;
+    }
+}
+
+static void batch_close(struct server *s)
+{
+    if (batching) {
+        batching = false;
+        aur_mcp_batch_end(s->h);
+    }
+}
+
+bool serve_batch_pending(void *server)
+{
+    (void)server;
+    return batching;
+}
+
 /* With the token (mu held, leading set): read and answer until a call can
  * run on this thread (returned, counted in running) or the input ends
- * (NULL).  *kept is the call's number when the role stays with this
- * thread through it (s->kept), else 0 and the token is released. */
+ * (NULL).  The role stays with this thread through the call: *kept is
+ * its number (s->kept), unless a tick takes the role meanwhile. */
 static struct job *lead(struct server *s, uint64_t *kept)
 {
     for (;;) {
@@ -210,6 +241,23 @@ static struct job *lead(struct server *s, uint64_t *kept)
         pthread_mutex_unlock(&s->mu);
         r = serve_read_request(s, &j);
         pthread_mutex_lock(&s->mu);
+        if (r == 2) {
+            /* The burst is read: write it before waiting for more, with
+             * the role kept, so that a tick can take the role from a
+             * write that waits for an App that does not read. */
+            uint64_t mine = s->kept = ++s->kept_gen;
+            if (s->idle == 0)
+                (void)serve_grow(s); /* someone to take it over */
+            if (!s->tick_armed)
+                set_tick(s, true);
+            pthread_mutex_unlock(&s->mu);
+            batch_close(s);
+            pthread_mutex_lock(&s->mu);
+            if (s->kept != mine)
+                return NULL; /* a tick took the role: read no more */
+            s->kept = 0;
+            continue;
+        }
         if (r > 0 && (s->ended || serve_signal_seen())) {
             /* A signal came while this call was read: it is after the
              * fact, as every line still to come. */
@@ -223,16 +271,16 @@ static struct job *lead(struct server *s, uint64_t *kept)
             s->leading = false;
             return NULL;
         }
+        /* An idle thread must be there to take the role over from a
+         * send that waits (tick). */
         if (s->running < WORKERS && (s->idle > 0 || serve_grow(s))) {
-            *kept = 0;
-            if (s->running++ == 0 && !serve_input_buffered(&s->in)) {
-                *kept = s->kept = ++s->kept_gen;
-                if (!s->tick_armed)
-                    set_tick(s, true);
-                return j;
-            }
-            release_token(s);
-            s->leading = false;
+            /* Unless it is the only call, its request is held until the
+             * buffer is read (the header says why). */
+            if (s->running++ > 0 || serve_input_buffered(&s->in))
+                batch_open(s);
+            *kept = s->kept = ++s->kept_gen;
+            if (!s->tick_armed)
+                set_tick(s, true);
             return j;
         }
         /* No thread to take the role, or every worker busy: queue it (or
@@ -342,6 +390,13 @@ static void *worker(void *arg)
                 break;
             pthread_mutex_unlock(&s->mu);
             run_job(s, j);
+            pthread_mutex_lock(&s->mu);
+        }
+        if (batching) {
+            /* The role went on (a tick, the end of input): what this
+             * thread holds is written now. */
+            pthread_mutex_unlock(&s->mu);
+            batch_close(s);
             pthread_mutex_lock(&s->mu);
         }
     }

@@ -670,6 +670,39 @@ expect_eq "$(grep -c '^{"id":2,' "$T/k2/out")" 1 "kept role: the waiting call an
 expect_has "$(grep '^{"id":2,' "$T/k2/out")" '"status":"unknown"' "kept role: part of the line left: unknown"
 expect_eq "$(leftover "$T/k2")" 0 "no child after SIGTERM in the kept role"
 
+# A burst of calls read in one pass is held and written to the App in one
+# go once serve has read it (cli/serve_pool.c); that write may wait like
+# any send.  The App reads nothing for 3 s after each call it answers,
+# and the three calls of the burst (30 KiB of arguments each, more than
+# its pipe holds) come right after the first: a status sent meanwhile is
+# answered while the burst's write waits, and each call of the burst
+# succeeds, once, as the App reads again.
+mid=$(head -c 30720 /dev/zero | tr '\0' b)
+mkcfg "$T/b"
+addapp "$T/b" a.ini org.test.stall 30 --era modern --stall-after-call 3000
+mkfifo "$T/b/in"
+"$BIN" serve -c "$T/b" <"$T/b/in" >"$T/b/out" 2>/dev/null &
+pid=$!
+exec 8>"$T/b/in"
+echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{}}' >&8
+for _ in $(seq 100); do grep -q '^{"id":1,' "$T/b/out" 2>/dev/null && break; sleep 0.1; done
+for i in 10 11 12; do
+    printf '{"id":%d,"op":"call","tool":"aur.mcp.org.test.stall.t0000","arguments":{"x":"%s"}}\n' "$i" "$mid"
+done >"$T/b/burst"
+cat "$T/b/burst" >&8
+sleep 0.5
+echo '{"id":3,"op":"status"}' >&8
+for _ in $(seq 100); do grep -q '^{"id":3,' "$T/b/out" 2>/dev/null && break; sleep 0.05; done
+expect_has "$(grep '^{"id":3,' "$T/b/out")" '"result":{' "burst: status answered while the burst's write waits"
+expect_eq "$(grep -c '^{"id":1[012],' "$T/b/out")" 0 "burst: its calls still wait"
+exec 8>&-
+wait "$pid"; expect_eq $? 0 "burst: serve exit"
+out=$(cat "$T/b/out")
+expect_eq "$(echo "$out" | grep -c '^{"id":1[012],"result":{"status":"succeeded"')" 3 "burst: every call of it succeeds"
+expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),.*/\1/p' | sort -un | wc -l)" 5 "burst: each id answered once"
+expect_eq "$(grep -c '^tools/call ' "$T/b/server.log")" 4 "burst: the App got each call once"
+expect_eq "$(leftover "$T/b")" 0 "no child after the burst"
+
 # Calls that cannot be served or queued are answered busy, the rest wait:
 # 64 in flight (counted by the App), up to 4096 queued, past that busy; a
 # SIGTERM then answers the 64 unknown and the queued and unread ones

@@ -373,6 +373,27 @@ int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
                        int64_t timeout_ms, aur_call_done_fn *done, void *ud,
                        struct aur_error *err);
 
+/*
+ * A burst of calls written together.  Between aur_mcp_batch_begin and
+ * aur_mcp_batch_end, the requests of the calls this thread starts with
+ * aur_mcp_call_start(_jsonc) on h may be held by their transport and
+ * written at the end, all of an App's in one write where its transport
+ * can (transport-stdio can), so its server is woken once for the burst
+ * rather than once a call.  Each call's contract is unchanged: done runs
+ * exactly once; a request that never left ends failed, one that left in
+ * part unknown; the deadline runs from the call's start.  Only the
+ * calls aur_mcp_call_start sends on this thread are held (not those it
+ * runs as aur_mcp_call_async does), of at most 16 Apps.  Keep a batch
+ * short: nothing held leaves before the end, which may wait as a send
+ * may (at most until the earliest deadline) for an App that does not
+ * read; an App's close waits for it.  Begins nest; the outermost end
+ * writes.  A batch belongs to one host and one thread: begin and end on
+ * the same thread, calls to another host are not held.  NULL h: no-op.
+ * Any thread once started.
+ */
+void aur_mcp_batch_begin(struct aur_mcp *h);
+void aur_mcp_batch_end(struct aur_mcp *h);
+
 /* The status document as JSON text (the discover output without "tools"
  * when with_tools == 0) into *json (free with aur_free; *len bytes).
  * Any thread. */

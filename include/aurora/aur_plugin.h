@@ -16,6 +16,8 @@
  *   1.4  2026-12-03  aur_transport_ops.words/section/keys/check/preflight,
  *                    aur_host.cfg_fail/cfg_line/cfg_path, AUR_TCAP_STREAM,
  *                    aur_plugin_desc.settings.
+ *   1.5  2026-12-04  aur_transport_ops.stop.
+ *   1.6  2026-12-06  aur_transport_ops.cork.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -47,7 +49,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 5
+#define AUR_ABI_MINOR 6
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -627,6 +629,26 @@ struct aur_transport_ops {
      * close or reopen.  Without it close does everything.
      */
     void (*stop)(struct aur_conn *c, aur_deadline dl);
+
+    /* --- ABI 1.6 --- */
+
+    /*
+     * Optional: on = 1, the calling thread is about to send c several
+     * requests; on = 0 (same thread), it has sent them all.  In between,
+     * send_text from this thread may keep a request instead of writing it
+     * (AUR_OK: accepted), and writes what it kept, in order, in as few
+     * writes as it can, when this thread says 0, or before anything else
+     * is written to c.  A kept request that is then not written whole
+     * ends through the sink's on_request_end, with delivered = 0 only
+     * when none of its bytes left (a transport that cannot report so
+     * must not keep it).  So a server woken by a write finds the whole
+     * burst there, instead of being woken once a request.  Never
+     * concurrent with close or reopen; 0 may wait, as a send may, for a
+     * server that does not read, never past the earliest deadline of
+     * what it keeps.  Without the hook every request is written as it
+     * is sent.
+     */
+    void (*cork)(struct aur_conn *c, int on);
 };
 
 /* ------------------------------------------------------------------ */

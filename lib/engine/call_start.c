@@ -293,6 +293,77 @@ static void send_and_let_go(struct acall *ac, struct json_object *args)
     acall_put(ac);
 }
 
+/*
+ * This thread's batch (aur_mcp_batch_begin): the Apps its calls went to,
+ * each counted in flight until the end, so that no close frees a
+ * connection that still holds this thread's requests, and corked.  One
+ * host at a time; calls to a further App beyond BATCH_APPS are written
+ * as they are sent.
+ */
+#define BATCH_APPS 16
+static __thread struct batch {
+    struct aur_mcp *h;
+    int depth;
+    size_t n;
+    struct aur__app *apps[BATCH_APPS];
+    struct aur__rpc *rpcs[BATCH_APPS];
+} tls_batch;
+
+/* c's App joins this thread's open batch, if any and if its transport
+ * can hold requests.  c itself counts in the App's inflight until its
+ * outcome, so the App cannot close under this. */
+static void batch_join(struct aur_mcp *h, const struct aur__call *c)
+{
+    struct batch *b = &tls_batch;
+    struct aur__app *app = c->app;
+
+    if (b->depth == 0 || b->h != h || b->n == BATCH_APPS)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->apps[i] == app)
+            return;
+    if (!aur__rpc_cork(c->rpc, true))
+        return;
+    pthread_mutex_lock(&app->mu);
+    app->inflight++;
+    pthread_mutex_unlock(&app->mu);
+    b->apps[b->n] = app;
+    b->rpcs[b->n++] = c->rpc;
+}
+
+void aur_mcp_batch_begin(struct aur_mcp *h)
+{
+    struct batch *b = &tls_batch;
+
+    if (!h)
+        return;
+    if (b->depth++ == 0) {
+        b->h = h;
+        b->n = 0;
+    }
+}
+
+void aur_mcp_batch_end(struct aur_mcp *h)
+{
+    struct batch *b = &tls_batch;
+
+    if (!h || b->depth == 0 || --b->depth > 0)
+        return;
+    /* Each App's held requests are written (or end through its sink),
+     * and only then may it close. */
+    for (size_t i = 0; i < b->n; i++) {
+        struct aur__app *app = b->apps[i];
+        AUR_PERTURB("call_start.batch_end");
+        aur__rpc_cork(b->rpcs[i], false);
+        pthread_mutex_lock(&app->mu);
+        app->inflight--;
+        pthread_cond_broadcast(&app->cv);
+        pthread_mutex_unlock(&app->mu);
+    }
+    b->n = 0;
+    b->h = NULL;
+}
+
 /* For the pool: a copy of args it owns (never {} for want of memory). */
 static int to_pool(struct aur_mcp *h, const char *tool_id,
                    struct json_object *args, int64_t timeout_ms,
@@ -353,6 +424,7 @@ int aur__call_start(struct aur_mcp *h, const char *tool_id,
         deliver(ac);
         return AUR_OK;
     }
+    batch_join(h, &ac->c);
     send_and_let_go(ac, args);
     return AUR_OK;
 }

@@ -98,6 +98,14 @@ void aur__rpc_stop(struct aur__rpc *r, aur_deadline dl)
         r->ops->stop(r->conn, dl);
 }
 
+bool aur__rpc_cork(struct aur__rpc *r, bool on)
+{
+    if (!r || !r->conn || !AUR_HAS(r->ops, cork))
+        return false;
+    r->ops->cork(r->conn, on ? 1 : 0);
+    return true;
+}
+
 int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
                     struct aur_error *err)
 {

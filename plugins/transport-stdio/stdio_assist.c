@@ -26,6 +26,25 @@
 /* A caller reads stdout for its own tools/call for at most this long. */
 #define ASSIST_MS 2
 
+/* The I/O thread reads stdout again at once: a reply nobody assists
+ * must not wait out a park.  mu held. */
+static void unpark_locked(struct stdio_child *ch)
+{
+    if (!ch->park_until)
+        return;
+    ch->park_until = 0;
+    if (ch->io_parked && ch->kick_w1 && write(ch->kick_w1 - 1, "k", 1) < 0) {
+        /* full: a wake-up is pending anyway */
+    }
+}
+
+void stdio_unpark(struct stdio_child *ch)
+{
+    pthread_mutex_lock(&ch->mu);
+    unpark_locked(ch);
+    pthread_mutex_unlock(&ch->mu);
+}
+
 /* After sending buf (a request), read its reply on this thread when it is
  * a tools/call the child owes alone (the file's header says why), for at
  * most ASSIST_MS or until dl. */
@@ -37,14 +56,18 @@ void stdio_child_assist(struct stdio_child *ch, const char *buf, size_t len,
     int64_t id, end;
     bool call, ok, found = false, eof = false;
 
-    if (!stdio_request_id(buf, len, &id, &call) || !call)
+    if (!stdio_request_id(buf, len, &id, &call) || !call) {
+        stdio_unpark(ch);
         return;
+    }
     pthread_mutex_lock(&ch->mu);
     ok = ch->kick_w1 && ch->out_owner == 0 && !ch->out_done &&
          !ch->retired && !ch->reported && ch->n_ids == 1 &&
          ch->ids[0] == id;
     if (ok)
         ch->out_owner = 2;
+    else
+        unpark_locked(ch);
     pthread_mutex_unlock(&ch->mu);
     if (!ok)
         return;

@@ -152,6 +152,20 @@ struct stdio_child {
     size_t n_redact;
 };
 
+/* Requests a corking thread sent and stdin has not had yet (ABI 1.6
+ * cork, stdio_write.c): their lines, each with its LF, and where each
+ * ends.  The write token's holder only. */
+struct stdio_held {
+    char *buf;
+    size_t len, cap;
+    struct stdio_held_msg {
+        int64_t id;
+        size_t end; /* offset just past its LF */
+    } *msg;
+    size_t n, cap_msg;
+    aur_deadline dl; /* the earliest of their deadlines */
+};
+
 /*
  * One App connection.  The core may call send from several threads; the
  * write token (writing, under mu) serialises them while still letting a
@@ -175,6 +189,8 @@ struct aur_conn {
     aur_deadline stop_dl; /* (mu) ... and its deadline */
     struct stdio_child *child; /* token holder only; NULL after a failed
                                   reopen */
+    struct stdio_held held;    /* token holder only */
+    aur_deadline held_dl;      /* (mu) held.dl as the last holder left it */
 };
 
 /* ---- stdio_spawn.c ------------------------------------------------- */
@@ -458,6 +474,11 @@ void *stdio_io_main(void *arg);
 /* Split stdout bytes into frames and deliver them; the caller owns stdout
  * (out_owner). */
 void stdio_stdout_bytes(struct stdio_child *ch, const char *p, size_t n);
+/* Tell the host that the request with this id ended without a response
+ * (end borrowed), unless the connection's sink calls are over.  Any
+ * thread. */
+void stdio_request_ended(struct stdio_child *ch, int64_t id,
+                         const struct aur_request_end *end);
 
 /* How long an exit waits for stdout EOF (and EOF for the exit) so the last
  * frames are delivered before on_closed, and the exit status is known. */
@@ -470,6 +491,23 @@ void stdio_stdout_bytes(struct stdio_child *ch, const char *p, size_t n);
  * or framing lost) or AUR_E_IO.  Never raises SIGPIPE. */
 int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
                       aur_deadline dl, struct aur_error *err);
+
+/* A held request is at most this long, and all of them together too. */
+#define STDIO_HELD_MAX (64 * 1024)
+/* Keep request buf[0..len) in h instead of writing it (the caller holds
+ * the write token and corks the connection).  AUR_OK: kept, its id
+ * awaited.  AUR_DECLINE: not kept (it does not fit, it is not a request
+ * with an integer id, stdin is gone, or nothing could report its end):
+ * write it now, after what h holds. */
+int stdio_held_add(struct stdio_child *ch, struct stdio_held *h,
+                   const char *buf, size_t len, aur_deadline dl);
+/* Write what h holds, in one write where stdin takes it (the caller holds
+ * the write token; closing: write nothing).  A request not written whole
+ * ends through the sink's on_request_end: delivered 0 when none of its
+ * bytes left.  h is empty afterwards. */
+void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
+                      bool closing);
+void stdio_held_free(struct stdio_held *h);
 
 /* ---- stdio_stderr.c (the I/O thread) -------------------------------- */
 
@@ -512,6 +550,9 @@ void stdio_note_response(struct stdio_child *ch, struct json_object *msg);
  * from the I/O thread.  Any thread; never concurrent with stop. */
 void stdio_child_assist(struct stdio_child *ch, const char *buf, size_t len,
                         aur_deadline dl);
+/* After a request nobody assists: the I/O thread reads stdout again now,
+ * not when its park ends.  Take mu. */
+void stdio_unpark(struct stdio_child *ch);
 
 /* pthread_cond_timedwait on a CLOCK_MONOTONIC cond until host time
  * until_ms.  Returns false once until_ms has passed.  Caller loops on its

@@ -92,6 +92,23 @@ static void deliver(struct stdio_child *ch, struct json_object *msg)
     sink_leave(ch);
 }
 
+void stdio_request_ended(struct stdio_child *ch, int64_t id,
+                         const struct aur_request_end *end)
+{
+    struct aur_conn *c = ch->conn;
+    struct json_object *jid;
+
+    if (!sink_enter(ch, false))
+        return;
+    /* Without memory for the id the call ends at its deadline, unknown:
+     * never a wrong "not sent". */
+    if ((jid = json_object_new_int64(id))) {
+        c->sink.on_request_end(c->sink.ctx, jid, end);
+        json_object_put(jid);
+    }
+    sink_leave(ch);
+}
+
 /* why == NULL: clean end. */
 static void report_closed(struct stdio_child *ch, const struct aur_error *why)
 {

@@ -39,6 +39,8 @@
 #define _GNU_SOURCE
 #include "stdio_int.h"
 
+#include "aur_perturb.h"
+
 #include "cfg_range.h"
 
 #include <errno.h>
@@ -198,6 +200,7 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
     if (!c)
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     c->st = st;
+    c->held_dl = AUR_NO_DEADLINE;
     n = sink->struct_size < sizeof c->sink ? sink->struct_size
                                            : sizeof c->sink;
     memcpy(&c->sink, sink, n);
@@ -260,9 +263,25 @@ static void token_give(struct aur_conn *c)
             stdio_child_begin_stop(c->child, dl);
         pthread_mutex_lock(&c->mu);
     }
+    /* For an uncork that waits for the token (stdio_cork). */
+    c->held_dl = c->held.n ? c->held.dl : AUR_NO_DEADLINE;
     c->writing = false;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* The connections this thread corks (ABI 1.6): a few at a time; one
+ * more is simply not corked, and its requests are written as sent. */
+#define CORKS 16
+static __thread struct aur_conn *corked[CORKS];
+static __thread size_t n_corked;
+
+static bool corked_here(const struct aur_conn *c)
+{
+    for (size_t i = 0; i < n_corked; i++)
+        if (corked[i] == c)
+            return true;
+    return false;
 }
 
 static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
@@ -277,17 +296,63 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
     if (rc != AUR_OK)
         return rc;
     ch = c->child;
-    if (!ch)
+    if (ch && corked_here(c) &&
+        stdio_held_add(ch, &c->held, s, len, dl) == AUR_OK) {
+        token_give(c);
+        return AUR_OK; /* written when this thread uncorks */
+    }
+    if (!ch) {
         rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: no App process",
                       c->package);
-    else
+    } else {
+        stdio_held_flush(ch, &c->held, false); /* in the order sent */
         rc = stdio_child_write(ch, s, len, dl, err);
+    }
     token_give(c);
     /* The child cannot change under us: reopen and close are never
      * concurrent with a send. */
     if (rc == AUR_OK)
         stdio_child_assist(ch, s, len, dl);
     return rc;
+}
+
+/* ABI 1.6: hold this thread's requests until it uncorks, then write them
+ * in one go (stdio_held_flush). */
+static void stdio_cork(struct aur_conn *c, int on)
+{
+    size_t i;
+
+    if (!c)
+        return;
+    for (i = 0; i < n_corked && corked[i] != c; i++)
+        ;
+    if (on) {
+        if (i == n_corked && n_corked < CORKS)
+            corked[n_corked++] = c;
+        return;
+    }
+    if (i == n_corked)
+        return;
+    corked[i] = corked[--n_corked];
+    /* The token even while closing, so what is held ends here either way:
+     * written, or reported not sent.  A send that keeps the token past the
+     * held requests' deadline leaves them to whoever writes next (every
+     * write begins with them) or to close (not sent); by then their calls
+     * have ended unknown, which stays true either way. */
+    pthread_mutex_lock(&c->mu);
+    while (c->writing && stdio_cond_wait(c->st->host, &c->cv, &c->mu,
+                                         c->held_dl))
+        ;
+    bool mine = !c->writing, closing = c->closing;
+    if (mine)
+        c->writing = true;
+    pthread_mutex_unlock(&c->mu);
+    if (!mine)
+        return;
+    AUR_PERTURB("stdio.uncork");
+    if (c->child)
+        stdio_held_flush(c->child, &c->held, closing);
+    token_give(c);
 }
 
 static int stdio_send(struct aur_conn *c, struct json_object *msg,
@@ -339,9 +404,14 @@ static void stdio_close(struct aur_conn *c, aur_deadline dl)
     while (c->writing && stdio_cond_wait(h, &c->cv, &c->mu, dl))
         ;
     pthread_mutex_unlock(&c->mu);
-    if (c->child)
+    if (c->child) {
+        /* Held past an uncork that never came (the contract says it
+         * comes first): none of it was written. */
+        stdio_held_flush(c->child, &c->held, true);
         stdio_child_stop(c->child, dl);
+    }
     c->child = NULL;
+    stdio_held_free(&c->held);
     conn_free(c);
 }
 
@@ -391,6 +461,7 @@ static const struct aur_transport_ops stdio_ops = {
     .reopen = stdio_reopen,
     .stop = stdio_stop,
     .send_text = stdio_send_text,
+    .cork = stdio_cork,
     .words = stdio_words,
     .section = "stdio",
     .keys = stdio_keys,

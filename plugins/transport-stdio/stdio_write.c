@@ -11,11 +11,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "aur_perturb.h"
+#include "grow.h"
 #include "nosigpipe.h"
 
 /* ------------------------------------------------------------------ */
@@ -177,4 +179,99 @@ int stdio_child_write(struct stdio_child *ch, const char *buf, size_t len,
         return closed_stdin(ch, dl, EPIPE, "App closed its stdin", err);
     return aur_fail(err, AUR_E_NOT_SENT, eno, "%s: write to App stdin failed",
                     pkg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests held while a thread corks the connection (ABI 1.6)         */
+/* ------------------------------------------------------------------ */
+
+int stdio_held_add(struct stdio_child *ch, struct stdio_held *h,
+                   const char *buf, size_t len, aur_deadline dl)
+{
+    struct stdio_held_msg *m;
+    char *nb;
+    int64_t id;
+    bool is_call, exited;
+
+    /* Only a request whose end the host can be told of is kept: its
+     * id, and a sink that hears it. */
+    if (!AUR_HAS(&ch->conn->sink, on_request_end) || ch->in_broken ||
+        ch->in_fd < 0 || !stdio_request_id(buf, len, &id, &is_call) ||
+        len + 1 > STDIO_HELD_MAX - h->len)
+        return AUR_DECLINE;
+    if (!(nb = aur__grow(h->buf, &h->cap, h->len + len + 1, 1, 4096,
+                         STDIO_HELD_MAX)))
+        return AUR_DECLINE;
+    h->buf = nb;
+    if (!(m = aur__grow(h->msg, &h->cap_msg, h->n + 1, sizeof *m, 16,
+                        STDIO_HELD_MAX)))
+        return AUR_DECLINE;
+    h->msg = m;
+    pthread_mutex_lock(&ch->mu);
+    exited = ch->exited;
+    if (!exited) /* before the bytes can leave, as for a write */
+        stdio_ids_add(ch, id);
+    pthread_mutex_unlock(&ch->mu);
+    if (exited)
+        return AUR_DECLINE; /* written now, it fails as it should */
+    memcpy(h->buf + h->len, buf, len);
+    h->buf[h->len + len] = '\n';
+    h->len += len + 1;
+    if (h->n == 0 || dl < h->dl)
+        h->dl = dl;
+    m[h->n++] = (struct stdio_held_msg){id, h->len};
+    return AUR_OK;
+}
+
+void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
+                      bool closing)
+{
+    const char *pkg = ch->conn->package;
+    struct aur_request_end end = {.struct_size = sizeof end};
+    struct aur__nosigpipe ns;
+    size_t done = 0, start = 0;
+    int rc = AUR_E_CLOSED, eno = 0;
+
+    if (h->n == 0)
+        return;
+    if (!closing && !ch->in_broken && ch->in_fd >= 0) {
+        aur__nosigpipe_begin(&ns);
+        /* The held lines end in LF; write_all adds the last one. */
+        rc = write_all(ch->conn, ch->in_fd, h->buf, h->len - 1, h->dl,
+                       &done, &eno);
+        aur__nosigpipe_end(&ns, rc == AUR_E_CLOSED);
+    }
+    if (done > 0)
+        stdio_unpark(ch); /* their replies: nobody assists them */
+    if (rc != AUR_OK) {
+        if (rc == AUR_E_CLOSED || done > 0)
+            ch->in_broken = true;
+        end.code = rc == AUR_E_TIMEOUT ? AUR_E_TIMEOUT : AUR_E_IO;
+        end.msg = closing ? "connection is closing"
+                  : rc == AUR_E_TIMEOUT
+                      ? "App did not read its stdin before the deadline"
+                  : rc == AUR_E_CLOSED ? "App closed its stdin"
+                                       : "write to the App's stdin failed";
+        for (size_t i = 0; i < h->n; start = h->msg[i++].end) {
+            if (h->msg[i].end <= done)
+                continue; /* all of it left */
+            /* Part of it left only when the write got past its start. */
+            end.delivered = start < done;
+            pthread_mutex_lock(&ch->mu);
+            stdio_ids_remove(ch, h->msg[i].id);
+            pthread_mutex_unlock(&ch->mu);
+            stdio_request_ended(ch, h->msg[i].id, &end);
+        }
+        ch->conn->st->host->log(ch->conn->st->self, AUR_LOG_DEBUG,
+                                "%s: %zu of %zu held bytes written: %s", pkg,
+                                done, h->len, end.msg);
+    }
+    h->len = h->n = 0;
+}
+
+void stdio_held_free(struct stdio_held *h)
+{
+    free(h->buf);
+    free(h->msg);
+    *h = (struct stdio_held){0};
 }

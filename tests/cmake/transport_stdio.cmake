@@ -7,6 +7,7 @@ aur_add_check(check_transport_stdio
                       plugins/transport-stdio/check_transport_stdio_spawn.c
                       plugins/transport-stdio/check_transport_stdio_start.c
                       plugins/transport-stdio/check_transport_stdio_fds.c
+                      plugins/transport-stdio/check_transport_stdio_cork.c
                       fixtures/stdio_host.c
                       support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c

@@ -78,11 +78,13 @@ int pt_procs_with(const char *marker);
  * kernel to finish them); a violation otherwise. */
 bool pt_no_leftovers(struct pt_run *r);
 
-/* One call with aur_mcp_call_start_jsonc, waited for (30 s at most: a
- * violation after that) into out (clear it); the number of times its
- * callback ran, to check after the host is destroyed. */
+/* One call with aur_mcp_call_start_jsonc (batched: inside
+ * aur_mcp_batch_begin/end, its request held until the end), waited for
+ * (30 s at most: a violation after that) into out (clear it); the number
+ * of times its callback ran, to check after the host is destroyed. */
 void pt_call_started(struct pt_run *r, struct aur_mcp *h, const char *tool,
-                     struct json_object *args, struct aur_tool_output *out);
+                     struct json_object *args, bool batched,
+                     struct aur_tool_output *out);
 int pt_call_started_times(void);
 
 /* Journal lines (JSON text) with seq > after and (scope NULL = all). */

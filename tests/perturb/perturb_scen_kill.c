@@ -11,7 +11,10 @@
  * the reply it wrote (its log is the truth).
  *
  * Half the seeds make the call with aur_mcp_call_start (its outcome on
- * the thread that learns it), half with aur_mcp_call.
+ * the thread that learns it), half with aur_mcp_call; half of the former
+ * start it inside a batch (aur_mcp_batch_begin/end), so that its request
+ * is held by transport-stdio and written at the batch's end (a request
+ * larger than a held one may be is written at once).
  *
  * Invariant (docs/protocol.md, Calls): the call's outcome is `failed`
  * only if the server read zero bytes of that request, `succeeded` only if the full reply was
@@ -60,6 +63,7 @@ void pt_scen_kill(struct pt_run *r)
     else if (strcmp(mode, "after-reply") == 0 && pt_chance(r, 50))
         param = pt_below(r, 2000); /* us after the reply */
     started = pt_chance(r, 50);
+    bool batched = started && pt_chance(r, 50); /* drawn after the rest */
     char *server = pt_bin("bin/aur-perturb-server"), *logpath, *text;
     char seed[32], ts[16], pss[16], pms[16], kl[32], plan[256];
     const char *args[28], *sizeword;
@@ -100,7 +104,8 @@ void pt_scen_kill(struct pt_run *r)
     pt_add_app(r, "a.ini", PKG, 10, NULL, server, args);
     snprintf(plan, sizeof plan, "%s kill=%s param=%u args=%zuB(%s) %s",
              modern ? "modern" : "legacy", mode, param, arg_len, sizeword,
-             started ? "call_start" : "call");
+             started ? (batched ? "call_start+batch" : "call_start")
+                     : "call");
 
     rc = pt_start(r, &h, &serr, &ms);
     if (rc != AUR_OK) {
@@ -125,7 +130,7 @@ void pt_scen_kill(struct pt_run *r)
     struct aur_tool_output out = {.struct_size = sizeof out};
     int64_t t0 = pt_now_ms();
     if (started)
-        pt_call_started(r, h, "aur.mcp." PKG ".effect", a, &out);
+        pt_call_started(r, h, "aur.mcp." PKG ".effect", a, batched, &out);
     else
         aur_mcp_call_jsonc(h, "aur.mcp." PKG ".effect", a, -1, &out);
     int64_t took = pt_now_ms() - t0;
@@ -156,7 +161,8 @@ void pt_scen_kill(struct pt_run *r)
              parsed ? reply : "none");
     char cat[96];
     snprintf(cat, sizeof cat, "%s/%s%s:%s", mode, sizeword,
-             started ? "/start" : "", aur_call_status_word(status));
+             batched ? "/batch" : started ? "/start" : "",
+             aur_call_status_word(status));
 
     if (!parsed && strcmp(mode, "before") != 0) {
         /* only "before" may outlive a call that was never sent */

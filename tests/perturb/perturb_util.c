@@ -360,12 +360,18 @@ static void started_done(void *ud, const struct aur_tool_output *o)
 }
 
 void pt_call_started(struct pt_run *r, struct aur_mcp *h, const char *tool,
-                     struct json_object *args, struct aur_tool_output *out)
+                     struct json_object *args, bool batched,
+                     struct aur_tool_output *out)
 {
     struct aur_error err;
     int64_t until = pt_now_ms() + 30000;
-    int rc = aur_mcp_call_start_jsonc(h, tool, args, -1, started_done, NULL,
-                                      &err);
+    int rc;
+
+    if (batched)
+        aur_mcp_batch_begin(h);
+    rc = aur_mcp_call_start_jsonc(h, tool, args, -1, started_done, NULL, &err);
+    if (batched)
+        aur_mcp_batch_end(h);
 
     out->status = AUR_CALL_FAILED;
     if (rc != AUR_OK) {

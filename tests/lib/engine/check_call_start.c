@@ -611,6 +611,178 @@ START_TEST(answer_races_deadline)
 }
 END_TEST
 
+/* 11. A batch (aur_mcp_batch_begin/end): the requests of calls started
+ * inside it reach the server only at the end, all of them, and every
+ * call still ends exactly once with its own answer. */
+START_TEST(batch_holds_until_end)
+{
+    char args[32];
+
+    add_app("a.ini", PKG, logpath, 30, NULL, NULL);
+    struct aur_mcp *h = host();
+    aur_mcp_batch_begin(h);
+    aur_mcp_batch_begin(h); /* nested: only the outer end writes */
+    for (int i = 0; i < 40; i++) {
+        args_of(i, args, sizeof args);
+        ck_assert_int_eq(start(h, TOOL, args, -1, i), AUR_OK);
+    }
+    aur_mcp_batch_end(h);
+    usleep(150000);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 0);
+    ck_assert_int_eq(runs(), 0);
+    aur_mcp_batch_end(h);
+    wait_runs(40, 20000);
+    all_succeeded_once(40);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 40);
+    /* Ends without a begin, and a NULL host, change nothing. */
+    aur_mcp_batch_end(h);
+    aur_mcp_batch_begin(NULL);
+    aur_mcp_batch_end(NULL);
+    ck_assert_int_eq(start(h, TOOL, "{\"text\":\"k040\"}", -1, 40), AUR_OK);
+    wait_runs(41, 10000);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+/* 12. Two Apps in one batch: each gets its own requests at the end. */
+START_TEST(batch_two_apps)
+{
+    char args[32], *log2;
+
+    ck_assert(asprintf(&log2, "%s/b.log", dir) > 0);
+    add_app("a.ini", PKG, logpath, 30, NULL, NULL);
+    add_app("b.ini", PKG2, log2, 30, NULL, NULL);
+    struct aur_mcp *h = host();
+    aur_mcp_batch_begin(h);
+    for (int i = 0; i < 20; i++) {
+        args_of(i, args, sizeof args);
+        ck_assert_int_eq(start(h, i % 2 ? TOOL2 : TOOL, args, -1, i), AUR_OK);
+    }
+    usleep(100000);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 0);
+    ck_assert_int_eq(h_count_lines(log2, "tools/call"), 0);
+    aur_mcp_batch_end(h);
+    wait_runs(20, 20000);
+    all_succeeded_once(20);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 10);
+    ck_assert_int_eq(h_count_lines(log2, "tools/call"), 10);
+    aur_mcp_destroy(h);
+    free(log2);
+}
+END_TEST
+
+/* 13. Held requests written whole, then the server exits at the first:
+ * every call is unknown, never failed (each request reached it). */
+START_TEST(batch_written_is_never_failed)
+{
+    const char *opts[] = {"--exit-at", "call", NULL};
+    char args[32];
+
+    add_app("a.ini", PKG, logpath, 30, NULL, opts);
+    struct aur_mcp *h = host();
+    aur_mcp_batch_begin(h);
+    for (int i = 0; i < 20; i++) {
+        args_of(i, args, sizeof args);
+        ck_assert_int_eq(start(h, TOOL, args, 20000, i), AUR_OK);
+    }
+    aur_mcp_batch_end(h);
+    wait_runs(20, 10000); /* the loss ends them, not the deadline */
+    pthread_mutex_lock(&o.mu);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(o.times[i], 1);
+        ck_assert_msg(o.status[i] == AUR_CALL_UNKNOWN, "slot %d: %d (%s)", i,
+                      o.status[i], o.content[i]);
+    }
+    pthread_mutex_unlock(&o.mu);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 1);
+}
+END_TEST
+
+/* 14. A server that closed its stdin but lives on: no byte of the held
+ * requests can leave, so every call is failed (not sent), on the
+ * thread that ends the batch, and the server saw none of them. */
+START_TEST(batch_unwritten_is_failed)
+{
+    const char *opts[] = {"--close-stdin-at", "list", NULL};
+    char args[32];
+
+    add_app("a.ini", PKG, logpath, 30, NULL, opts);
+    struct aur_mcp *h = host();
+    ck_assert_int_eq(wait_lines(logpath, "stdin-closed", 1, 5000), 1);
+    aur_mcp_batch_begin(h);
+    for (int i = 0; i < 10; i++) {
+        args_of(i, args, sizeof args);
+        ck_assert_int_eq(start(h, TOOL, args, 20000, i), AUR_OK);
+    }
+    ck_assert_int_eq(runs(), 0);
+    aur_mcp_batch_end(h);
+    wait_runs(10, 5000);
+    pthread_mutex_lock(&o.mu);
+    for (int i = 0; i < 10; i++) {
+        ck_assert_int_eq(o.times[i], 1);
+        ck_assert_msg(o.status[i] == AUR_CALL_FAILED, "slot %d: %d (%s)", i,
+                      o.status[i], o.content[i]);
+        ck_assert_ptr_nonnull(strstr(o.content[i], "not sent"));
+        ck_assert_int_eq(o.on_caller[i], 1);
+    }
+    pthread_mutex_unlock(&o.mu);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 0);
+}
+END_TEST
+
+/* 15. Shutdown while another thread holds a batch: the App's close waits
+ * for the batch's end (it counts the App in use), so no connection is
+ * freed under held requests (ASan would see that end use it), and each
+ * call still ends once, never succeeded, the server having seen none. */
+struct holder {
+    struct aur_mcp *h;
+    pthread_barrier_t *ready;
+};
+
+static void *hold_batch(void *arg)
+{
+    struct holder *hd = arg;
+
+    aur_mcp_batch_begin(hd->h);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(start(hd->h, TOOL, NULL, 20000, i), AUR_OK);
+    pthread_barrier_wait(hd->ready);
+    usleep(300000);
+    aur_mcp_batch_end(hd->h);
+    return NULL;
+}
+
+START_TEST(batch_shutdown_waits_for_end)
+{
+    pthread_barrier_t ready;
+    struct holder hd;
+    pthread_t t;
+    int64_t t0;
+
+    add_app("a.ini", PKG, logpath, 30, NULL, NULL);
+    hd.h = host();
+    hd.ready = &ready;
+    pthread_barrier_init(&ready, NULL, 2);
+    ck_assert_int_eq(pthread_create(&t, NULL, hold_batch, &hd), 0);
+    pthread_barrier_wait(&ready);
+    t0 = h_now_ms();
+    aur_mcp_shutdown(hd.h);
+    ck_assert_int_ge(h_now_ms() - t0, 200); /* it waited for the end */
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&ready);
+    ck_assert_int_eq(runs(), 5);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(o.times[i], 1);
+        ck_assert_msg(o.status[i] != AUR_CALL_SUCCEEDED, "slot %d: %d (%s)",
+                      i, o.status[i], o.content[i]);
+    }
+    aur_mcp_destroy(hd.h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("call_start");
@@ -632,6 +804,11 @@ static Suite *suite(void)
     tcase_add_test(t, max_in_flight_holds_with_hung_server);
     tcase_add_test(t, jsonc_arguments_not_kept);
     tcase_add_test(t, answer_races_deadline);
+    tcase_add_test(t, batch_holds_until_end);
+    tcase_add_test(t, batch_two_apps);
+    tcase_add_test(t, batch_written_is_never_failed);
+    tcase_add_test(t, batch_unwritten_is_failed);
+    tcase_add_test(t, batch_shutdown_waits_for_end);
     suite_add_tcase(s, t);
     return s;
 }

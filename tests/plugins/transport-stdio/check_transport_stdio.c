@@ -27,6 +27,7 @@
 Suite *stdio_spawn_suite(void);
 Suite *stdio_start_suite(void);
 Suite *stdio_fds_suite(void);
+Suite *stdio_cork_suite(void);
 
 /* ------------------------------------------------------------------ */
 /* Frames                                                             */
@@ -734,6 +735,7 @@ int main(void)
     srunner_add_suite(sr, stdio_spawn_suite());
     srunner_add_suite(sr, stdio_start_suite());
     srunner_add_suite(sr, stdio_fds_suite());
+    srunner_add_suite(sr, stdio_cork_suite());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_ENV);
     failed = srunner_ntests_failed(sr);

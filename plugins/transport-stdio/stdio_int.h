@@ -190,7 +190,8 @@ struct aur_conn {
     struct stdio_child *child; /* token holder only; NULL after a failed
                                   reopen */
     struct stdio_held held;    /* token holder only */
-    aur_deadline held_dl;      /* (mu) held.dl as the last holder left it */
+    bool held_any;             /* (mu) held.n > 0, as the last holder left */
+    aur_deadline held_dl;      /* (mu) ... and held.dl (stdio_cork) */
 };
 
 /* ---- stdio_spawn.c ------------------------------------------------- */

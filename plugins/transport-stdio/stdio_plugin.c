@@ -200,7 +200,6 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
     if (!c)
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     c->st = st;
-    c->held_dl = AUR_NO_DEADLINE;
     n = sink->struct_size < sizeof c->sink ? sink->struct_size
                                            : sizeof c->sink;
     memcpy(&c->sink, sink, n);
@@ -264,7 +263,8 @@ static void token_give(struct aur_conn *c)
         pthread_mutex_lock(&c->mu);
     }
     /* For an uncork that waits for the token (stdio_cork). */
-    c->held_dl = c->held.n ? c->held.dl : AUR_NO_DEADLINE;
+    c->held_any = c->held.n > 0;
+    c->held_dl = c->held.dl;
     c->writing = false;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
@@ -282,6 +282,19 @@ static bool corked_here(const struct aur_conn *c)
         if (corked[i] == c)
             return true;
     return false;
+}
+
+/* Write (or end) what is held, with the token, and say so at once to an
+ * uncork that waits for the token: nothing is left for it to do. */
+static void flush_held(struct aur_conn *c, bool closing)
+{
+    if (!c->held.n)
+        return;
+    stdio_held_flush(c->child, &c->held, closing);
+    pthread_mutex_lock(&c->mu);
+    c->held_any = false;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
@@ -305,7 +318,7 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
         rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: no App process",
                       c->package);
     } else {
-        stdio_held_flush(ch, &c->held, false); /* in the order sent */
+        flush_held(c, false); /* in the order sent */
         rc = stdio_child_write(ch, s, len, dl, err);
     }
     token_give(c);
@@ -335,15 +348,16 @@ static void stdio_cork(struct aur_conn *c, int on)
         return;
     corked[i] = corked[--n_corked];
     /* The token even while closing, so what is held ends here either way:
-     * written, or reported not sent.  A send that keeps the token past the
-     * held requests' deadline leaves them to whoever writes next (every
-     * write begins with them) or to close (not sent); by then their calls
+     * written, or reported not sent.  Nothing held: a send since wrote it
+     * (every write begins with what is held), nothing to wait for.  A send
+     * that keeps the token past the held requests' deadline leaves them to
+     * whoever writes next or to close (not sent); by then their calls
      * have ended unknown, which stays true either way. */
     pthread_mutex_lock(&c->mu);
-    while (c->writing && stdio_cond_wait(c->st->host, &c->cv, &c->mu,
-                                         c->held_dl))
+    while (c->held_any && c->writing &&
+           stdio_cond_wait(c->st->host, &c->cv, &c->mu, c->held_dl))
         ;
-    bool mine = !c->writing, closing = c->closing;
+    bool mine = c->held_any && !c->writing, closing = c->closing;
     if (mine)
         c->writing = true;
     pthread_mutex_unlock(&c->mu);
@@ -351,7 +365,7 @@ static void stdio_cork(struct aur_conn *c, int on)
         return;
     AUR_PERTURB("stdio.uncork");
     if (c->child)
-        stdio_held_flush(c->child, &c->held, closing);
+        flush_held(c, closing);
     token_give(c);
 }
 
@@ -407,7 +421,7 @@ static void stdio_close(struct aur_conn *c, aur_deadline dl)
     if (c->child) {
         /* Held past an uncork that never came (the contract says it
          * comes first): none of it was written. */
-        stdio_held_flush(c->child, &c->held, true);
+        flush_held(c, true);
         stdio_child_stop(c->child, dl);
     }
     c->child = NULL;

@@ -229,6 +229,22 @@ static long pipe_in(long pid, bool size)
     return q;
 }
 
+/* Whether (bounded) the App's stdin pipe takes no more: within a page of
+ * its size (a short write before may hold a page of its own) and not
+ * growing for 100 ms, so a writer waits. */
+static bool pipe_full(long pid, int ms)
+{
+    int64_t until = t_now() + ms;
+    long size = pipe_in(pid, true), q = -1, last;
+
+    do {
+        last = q;
+        sleep_ms(100);
+        q = pipe_in(pid, false);
+    } while ((q < size - 4096 || q != last) && t_now() < until);
+    return size > 0 && q >= size - 4096 && q == last;
+}
+
 /* An App that stops reading with its pipe nearly full: the uncork writes
  * what fits until the held deadline.  Requests wholly in the pipe have no
  * end; the one the pipe cut has an end "delivered"; every later one an
@@ -285,6 +301,49 @@ START_TEST(test_cork_partial_write_ends_exactly)
 }
 END_TEST
 
+struct big_sender {
+    struct aur_conn *c;
+    int rc;
+};
+
+static void *big_main(void *arg)
+{
+    struct big_sender *b = arg;
+    struct aur_error err;
+    size_t n;
+    char *s = request(50, 4 << 20, &n);
+
+    b->rc = OPS->send_text(b->c, s, n, t_now() + 2500, &err);
+    free(s);
+    return NULL;
+}
+
+/* Another thread's send wrote what this thread held, and then waits on a
+ * full pipe with the token: the uncork has nothing left to write and
+ * returns at once, not when that send lets go. */
+START_TEST(test_uncork_after_another_wrote_it)
+{
+    struct big_sender b;
+    struct hello h;
+    pthread_t t;
+    int64_t t0;
+
+    b.c = open_child("noread", &h);
+    OPS->cork(b.c, 1);
+    send_req(b.c, 1, 100, t_now() + 5000, NULL);
+    ck_assert_int_eq(pthread_create(&t, NULL, big_main, &b), 0);
+    ck_assert(pipe_full(h.pid, 3000)); /* its write waits */
+    t0 = t_now();
+    OPS->cork(b.c, 0);
+    ck_assert_int_lt(t_now() - t0, 1000);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(b.rc, AUR_E_TIMEOUT); /* part of it left */
+    /* Request 1 went out whole, ahead of the big one: no end for it. */
+    ck_assert_ptr_null(next_msg(200));
+    OPS->close(b.c, t_now() + 3000);
+}
+END_TEST
+
 /* A request longer than a held one may be, or than what is left of the
  * room, is written at once, after what is held. */
 START_TEST(test_cork_big_request_not_held)
@@ -312,5 +371,6 @@ Suite *stdio_cork_suite(void)
     tcase_add_test(t, test_cork_stdin_closed_not_delivered);
     tcase_add_test(t, test_cork_partial_write_ends_exactly);
     tcase_add_test(t, test_cork_big_request_not_held);
+    tcase_add_test(t, test_uncork_after_another_wrote_it);
     return s;
 }

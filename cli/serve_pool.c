@@ -176,6 +176,16 @@ static void set_tick(struct server *s, bool on)
         s->tick_armed = on;
 }
 
+/* The reader keeps its role under a new number, which a tick takes
+ * over if it is still kept two ticks on (mu held). */
+static uint64_t keep_role(struct server *s)
+{
+    s->kept = ++s->kept_gen;
+    if (!s->tick_armed)
+        set_tick(s, true);
+    return s->kept;
+}
+
 /* An idle thread woken by tick_fd (mu held): take the role from a call
  * kept since the last tick, or stop the timer when no call was kept in
  * a whole tick (a stream of calls keeps it running: no timerfd_settime
@@ -245,11 +255,9 @@ static struct job *lead(struct server *s, uint64_t *kept)
             /* The burst is read: write it before waiting for more, with
              * the role kept, so that a tick can take the role from a
              * write that waits for an App that does not read. */
-            uint64_t mine = s->kept = ++s->kept_gen;
+            uint64_t mine = keep_role(s);
             if (s->idle == 0)
                 (void)serve_grow(s); /* someone to take it over */
-            if (!s->tick_armed)
-                set_tick(s, true);
             pthread_mutex_unlock(&s->mu);
             batch_close(s);
             pthread_mutex_lock(&s->mu);
@@ -278,9 +286,7 @@ static struct job *lead(struct server *s, uint64_t *kept)
              * buffer is read (the header says why). */
             if (s->running++ > 0 || serve_input_buffered(&s->in))
                 batch_open(s);
-            *kept = s->kept = ++s->kept_gen;
-            if (!s->tick_armed)
-                set_tick(s, true);
+            *kept = keep_role(s);
             return j;
         }
         /* No thread to take the role, or every worker busy: queue it (or

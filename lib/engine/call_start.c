@@ -352,13 +352,9 @@ void aur_mcp_batch_end(struct aur_mcp *h)
     /* Each App's held requests are written (or end through its sink),
      * and only then may it close. */
     for (size_t i = 0; i < b->n; i++) {
-        struct aur__app *app = b->apps[i];
         AUR_PERTURB("call_start.batch_end");
         aur__rpc_cork(b->rpcs[i], false);
-        pthread_mutex_lock(&app->mu);
-        app->inflight--;
-        pthread_cond_broadcast(&app->cv);
-        pthread_mutex_unlock(&app->mu);
+        aur__app_release(b->apps[i], false);
     }
     b->n = 0;
     b->h = NULL;

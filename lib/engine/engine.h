@@ -424,6 +424,9 @@ void aur__call_outcome(struct aur__call *c, struct aur__pending *p,
 /* The call is over: recorded (args borrowed, may be NULL), uncounted. */
 void aur__call_leave(struct aur__call *c, struct json_object *args,
                      const struct aur_tool_output *out);
+/* One use of app ends (mu taken here): inflight, and calls_sent when the
+ * use was gated, go down, and a close waiting for them is woken. */
+void aur__app_release(struct aur__app *app, bool gated);
 
 /* call_result.c.  out is writable and owned by the caller; any thread. */
 /* Every field of out zero but the caller's struct_size. */

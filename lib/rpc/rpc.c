@@ -259,16 +259,19 @@ static int send_text(struct aur__rpc *r, const char *method,
 static struct aur__pending *pending_alloc(const char *sid, bool detached,
                                           bool text_ok)
 {
-    struct aur__pending *p = calloc(1, sizeof *p);
+    /* malloc, not calloc: one a call, and glibc's calloc never takes
+     * from the thread's cache of freed chunks. */
+    struct aur__pending *p = malloc(sizeof *p);
 
-    if (!p || (sid && !(p->sid = strdup(sid)))) {
+    if (!p)
+        return NULL;
+    *p = (struct aur__pending){
+        .refs = 1, .detached = detached, .text_ok = text_ok};
+    if (sid && !(p->sid = strdup(sid))) {
         free(p);
         return NULL;
     }
     aur__mono_cond_init(&p->cv);
-    p->refs = 1;
-    p->detached = detached;
-    p->text_ok = text_ok;
     return p;
 }
 

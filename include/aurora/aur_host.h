@@ -383,13 +383,17 @@ int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
  * exactly once; a request that never left ends failed, one that left in
  * part unknown; the deadline runs from the call's start.  Only the
  * calls aur_mcp_call_start sends on this thread are held (not those it
- * runs as aur_mcp_call_async does), of at most 16 Apps.  Keep a batch
- * short: nothing held leaves before the end, which may wait as a send
- * may (at most until the earliest deadline) for an App that does not
- * read; an App's close waits for it.  Begins nest; the outermost end
- * writes.  A batch belongs to one host and one thread: begin and end on
- * the same thread, calls to another host are not held.  NULL h: no-op.
- * Any thread once started.
+ * runs as aur_mcp_call_async does), of at most 16 Apps; a call that
+ * waits for its answer on this thread (aur_mcp_call) first writes what
+ * is held for its App.  Keep a batch short: nothing held leaves before
+ * the end.  The end first writes to each App what it has room for, then
+ * the rest, which may wait as a send may (at most until that App's
+ * earliest deadline) for an App that does not read; such an App holds up
+ * no other's requests.  aur_mcp_shutdown on another thread waits for the
+ * end, however long; on this thread it writes the batch first.  Begins
+ * nest; the outermost end writes.  A batch belongs to one host and one
+ * thread: begin and end on the same thread, calls to another host are
+ * not held.  NULL h: no-op.  Any thread once started.
  */
 void aur_mcp_batch_begin(struct aur_mcp *h);
 void aur_mcp_batch_end(struct aur_mcp *h);

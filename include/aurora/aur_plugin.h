@@ -17,7 +17,7 @@
  *                    aur_host.cfg_fail/cfg_line/cfg_path, AUR_TCAP_STREAM,
  *                    aur_plugin_desc.settings.
  *   1.5  2026-12-04  aur_transport_ops.stop.
- *   1.6  2026-12-06  aur_transport_ops.cork.
+ *   1.6  2026-12-06  aur_transport_ops.cork (with AUR_CORK_TRY, 12-07).
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -511,6 +511,9 @@ struct aur_protocol_info {
  * transport serialises writes).  close is never concurrent with another call
  * on the same connection.
  */
+/* aur_transport_ops.cork's on (ABI 1.6). */
+enum aur_cork { AUR_CORK_OFF = 0, AUR_CORK_ON = 1, AUR_CORK_TRY = 2 };
+
 struct aur_transport_ops {
     uint32_t struct_size;
     uint32_t caps; /* what it can ever offer */
@@ -633,20 +636,24 @@ struct aur_transport_ops {
     /* --- ABI 1.6 --- */
 
     /*
-     * Optional: on = 1, the calling thread is about to send c several
-     * requests; on = 0 (same thread), it has sent them all.  In between,
-     * send_text from this thread may keep a request instead of writing it
-     * (AUR_OK: accepted), and writes what it kept, in order, in as few
-     * writes as it can, when this thread says 0, or before anything else
-     * is written to c.  A kept request that is then not written whole
-     * ends through the sink's on_request_end, with delivered = 0 only
-     * when none of its bytes left (a transport that cannot report so
-     * must not keep it).  So a server woken by a write finds the whole
-     * burst there, instead of being woken once a request.  Never
-     * concurrent with close or reopen; 0 may wait, as a send may, for a
-     * server that does not read, never past the earliest deadline of
-     * what it keeps.  Without the hook every request is written as it
-     * is sent.
+     * Optional: on = AUR_CORK_ON, the calling thread is about to send c
+     * several requests; on = AUR_CORK_OFF (same thread), it has sent them
+     * all.  In between, send_text from this thread may keep a request
+     * instead of writing it (AUR_OK: accepted), and writes what it kept,
+     * in order, in as few writes as it can, when this thread says OFF, or
+     * before anything else is written to c.  A kept request that is then
+     * not written whole ends through the sink's on_request_end, with
+     * delivered = 0 only when none of its bytes left (a transport that
+     * cannot report so must not keep it).  So a server woken by a write
+     * finds the whole burst there, instead of being woken once a request.
+     * Never concurrent with close or reopen; OFF may wait, as a send may,
+     * for a server that does not read, never past the earliest deadline
+     * of what it keeps.  AUR_CORK_TRY (same thread, still corked): write
+     * what is kept now if that needs no wait, else keep it for OFF; the
+     * host uncorks several connections so, before it says OFF to each, so
+     * that one server that does not read holds up no other's requests (a
+     * transport may treat TRY as doing nothing).  Without the hook every
+     * request is written as it is sent.
      */
     void (*cork)(struct aur_conn *c, int on);
 };

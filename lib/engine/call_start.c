@@ -295,10 +295,10 @@ static void send_and_let_go(struct acall *ac, struct json_object *args)
 
 /*
  * This thread's batch (aur_mcp_batch_begin): the Apps its calls went to,
- * each counted in flight until the end, so that no close frees a
- * connection that still holds this thread's requests, and corked.  One
- * host at a time; calls to a further App beyond BATCH_APPS are written
- * as they are sent.
+ * corked, each counted in app->batched until the end: a close waits for
+ * that (however long) before it frees the connection, which still holds
+ * this thread's requests.  One host at a time; calls to a further App
+ * beyond BATCH_APPS are written as they are sent.
  */
 #define BATCH_APPS 16
 static __thread struct batch {
@@ -322,13 +322,34 @@ static void batch_join(struct aur_mcp *h, const struct aur__call *c)
     for (size_t i = 0; i < b->n; i++)
         if (b->apps[i] == app)
             return;
-    if (!aur__rpc_cork(c->rpc, true))
+    if (!aur__rpc_cork(c->rpc, AUR_CORK_ON))
         return;
     pthread_mutex_lock(&app->mu);
-    app->inflight++;
+    app->batched++;
     pthread_mutex_unlock(&app->mu);
     b->apps[b->n] = app;
     b->rpcs[b->n++] = c->rpc;
+}
+
+/* Write what this thread holds for h's Apps and let them close.  First
+ * every App takes what it has room for now, so an App that does not
+ * read holds up none of the others; then the rest is written, waiting
+ * as a send would.  Each App leaves the batch before its uncork, whose
+ * outcomes may run callbacks that end the host (aur__batch_drop). */
+static void batch_flush(struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        (void)aur__rpc_cork(b->rpcs[i], AUR_CORK_TRY);
+    while (b->n > 0) {
+        struct aur__app *app = b->apps[--b->n];
+
+        AUR_PERTURB("call_start.batch_end");
+        (void)aur__rpc_cork(b->rpcs[b->n], AUR_CORK_OFF);
+        pthread_mutex_lock(&app->mu);
+        app->batched--;
+        pthread_cond_broadcast(&app->cv);
+        pthread_mutex_unlock(&app->mu);
+    }
 }
 
 void aur_mcp_batch_begin(struct aur_mcp *h)
@@ -349,15 +370,14 @@ void aur_mcp_batch_end(struct aur_mcp *h)
 
     if (!h || b->depth == 0 || --b->depth > 0)
         return;
-    /* Each App's held requests are written (or end through its sink),
-     * and only then may it close. */
-    for (size_t i = 0; i < b->n; i++) {
-        AUR_PERTURB("call_start.batch_end");
-        aur__rpc_cork(b->rpcs[i], false);
-        aur__app_release(b->apps[i], false);
-    }
-    b->n = 0;
+    batch_flush(b);
     b->h = NULL;
+}
+
+void aur__batch_drop(struct aur_mcp *h)
+{
+    if (tls_batch.h == h)
+        batch_flush(&tls_batch);
 }
 
 /* For the pool: a copy of args it owns (never {} for want of memory). */

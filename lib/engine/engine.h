@@ -121,6 +121,7 @@ struct aur__app {
     bool activated;            /* (mu) events and runtime signals flow */
     bool closing;              /* (mu) late signals are ignored */
     int inflight;              /* (mu) calls using rpc right now */
+    int batched;               /* (mu) batches holding requests on rpc */
     int64_t calls_sent;        /* (mu) of them past the max_in_flight gate */
     bool opened;
     bool listed;  /* (mcp->mu) a clean pass is in, waiting for the freeze */
@@ -424,8 +425,11 @@ void aur__call_outcome(struct aur__call *c, struct aur__pending *p,
 /* The call is over: recorded (args borrowed, may be NULL), uncounted. */
 void aur__call_leave(struct aur__call *c, struct json_object *args,
                      const struct aur_tool_output *out);
-/* One use of app ends (mu taken here): inflight, and calls_sent when the
- * use was gated, go down, and a close waiting for them is woken. */
+/* call_start.c: what this thread's batch holds for h's Apps is written
+ * now (the batch stays open, empty): a close would wait for it. */
+void aur__batch_drop(struct aur_mcp *h);
+/* One call's use of app ends (mu taken here): inflight, and calls_sent
+ * when the use was gated, go down, and a close waiting for them is woken. */
 void aur__app_release(struct aur__app *app, bool gated);
 
 /* call_result.c.  out is writable and owned by the caller; any thread. */

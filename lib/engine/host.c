@@ -263,6 +263,7 @@ void aur_mcp_shutdown(struct aur_mcp *h)
     if (!h || h->shut)
         return;
     h->shut = true;
+    aur__batch_drop(h); /* the close would wait for this thread's batch */
     /* The journal's checkpoint and its syncs while the Apps close, not
      * after them (docs/journal.md). */
     aur__journal_settle(h->journal);

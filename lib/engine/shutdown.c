@@ -40,6 +40,10 @@ static void app_close_finish(struct aur__app *app, aur_deadline close_dl)
     while (app->inflight > 0)
         if (aur__cond_wait_until(&app->cv, &app->mu, dl) == ETIMEDOUT)
             break;
+    /* A batch still holding requests on rpc uncorks it at its end, so
+     * rpc stays until then, however long (aur_mcp_batch_end says so). */
+    while (app->batched > 0)
+        pthread_cond_wait(&app->cv, &app->mu);
     pthread_mutex_unlock(&app->mu);
     /* The transport first: closing it drains and joins the dispatch
      * thread, so no on_notify can still be running when the sessions

@@ -98,11 +98,11 @@ void aur__rpc_stop(struct aur__rpc *r, aur_deadline dl)
         r->ops->stop(r->conn, dl);
 }
 
-bool aur__rpc_cork(struct aur__rpc *r, bool on)
+bool aur__rpc_cork(struct aur__rpc *r, int on)
 {
     if (!r || !r->conn || !AUR_HAS(r->ops, cork))
         return false;
-    r->ops->cork(r->conn, on ? 1 : 0);
+    r->ops->cork(r->conn, on);
     return true;
 }
 
@@ -459,6 +459,9 @@ int aur__rpc_wait_text(struct aur__rpc *r, struct aur__pending *p,
                        struct aur_error *err)
 {
     int rc = AUR_OK;
+    /* A request this thread holds (a batch) must leave before it waits
+     * for the answer. */
+    aur__rpc_cork(r, AUR_CORK_OFF);
     pthread_mutex_lock(&r->mu);
     while (p->state == P_WAITING) {
         if (aur__cond_wait_until(&p->cv, &r->mu, dl) == ETIMEDOUT &&

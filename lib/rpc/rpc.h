@@ -140,11 +140,10 @@ void aur__rpc_close(struct aur__rpc *r, aur_deadline dl);
  * while the owner closes others.  aur__rpc_close still follows.  The
  * owner's thread, never concurrent with close or reopen. */
 void aur__rpc_stop(struct aur__rpc *r, aur_deadline dl);
-/* The transport's cork hook (ABI 1.6), when it has one: on, this thread's
- * requests to r may be held; off, what was held is written (or ends
- * through on_request_end).  The caller keeps r from closing in between
- * (an App's inflight count).  false: r cannot hold requests. */
-bool aur__rpc_cork(struct aur__rpc *r, bool on);
+/* The transport's cork hook (ABI 1.6), when it has one: on is
+ * AUR_CORK_ON, _TRY or _OFF (aur_plugin.h).  The caller keeps r from
+ * closing in between (app->batched).  false: r cannot hold requests. */
+bool aur__rpc_cork(struct aur__rpc *r, int on);
 
 /* Restart the transport from scratch (transport reopen hook), failing
  * current waiters.  AUR_E_STATE if the transport cannot.  When it

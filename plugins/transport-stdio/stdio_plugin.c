@@ -329,6 +329,30 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
     return rc;
 }
 
+/* AUR_CORK_TRY: write what is held if the token is free and the pipe
+ * surely has room (true); otherwise leave it all for the uncork.  A
+ * token that someone holds needs no wait either: that writer takes what
+ * is held.  Not corked here meanwhile: the ends of what is written may
+ * run callbacks that uncork on this thread. */
+static bool try_held(struct aur_conn *c)
+{
+    bool mine, fits;
+
+    pthread_mutex_lock(&c->mu);
+    mine = c->held_any && !c->writing && !c->closing;
+    if (mine)
+        c->writing = true;
+    pthread_mutex_unlock(&c->mu);
+    if (!mine)
+        return false;
+    AUR_PERTURB("stdio.cork_try");
+    fits = c->child && stdio_held_fits(c->child, &c->held);
+    if (fits)
+        flush_held(c, false);
+    token_give(c);
+    return fits;
+}
+
 /* ABI 1.6: hold this thread's requests until it uncorks, then write them
  * in one go (stdio_held_flush). */
 static void stdio_cork(struct aur_conn *c, int on)
@@ -339,7 +363,7 @@ static void stdio_cork(struct aur_conn *c, int on)
         return;
     for (i = 0; i < n_corked && corked[i] != c; i++)
         ;
-    if (on) {
+    if (on == AUR_CORK_ON) {
         if (i == n_corked && n_corked < CORKS)
             corked[n_corked++] = c;
         return;
@@ -347,6 +371,11 @@ static void stdio_cork(struct aur_conn *c, int on)
     if (i == n_corked)
         return;
     corked[i] = corked[--n_corked];
+    if (on == AUR_CORK_TRY) {
+        if (!try_held(c) && n_corked < CORKS)
+            corked[n_corked++] = c; /* for the uncork */
+        return;
+    }
     /* The token even while closing, so what is held ends here either way:
      * written, or reported not sent.  Nothing held: a send since wrote it
      * (every write begins with what is held), nothing to wait for.  A send

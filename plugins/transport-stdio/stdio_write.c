@@ -8,11 +8,13 @@
 #include "stdio_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -267,6 +269,26 @@ void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
                                 done, h->len, end.msg);
     }
     h->len = h->n = 0;
+}
+
+/* The pipe's buffer is a ring of pages, and a write that finds the last
+ * page without room for its tail takes new pages (Linux's pipe_write).
+ * The bytes queued occupy at most one page more than they fill (a head
+ * page partly read, a last page partly written), so the pages surely
+ * free are the capacity's less that: when what is held needs no more, a
+ * write of it cannot find the pipe full.  Anything but a pipe: no. */
+bool stdio_held_fits(const struct stdio_child *ch, const struct stdio_held *h)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    int cap, queued;
+
+    if (ch->in_broken || ch->in_fd < 0 || page <= 0 ||
+        (cap = fcntl(ch->in_fd, F_GETPIPE_SZ)) <= 0 ||
+        ioctl(ch->in_fd, FIONREAD, &queued) != 0 || queued < 0)
+        return false;
+    long free_pages = cap / page - (queued + page - 1) / page - 1;
+    return free_pages > 0 &&
+           (h->len + (size_t)page - 1) / (size_t)page <= (size_t)free_pages;
 }
 
 void stdio_held_free(struct stdio_held *h)

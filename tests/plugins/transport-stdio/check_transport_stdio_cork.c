@@ -301,6 +301,50 @@ START_TEST(test_cork_partial_write_ends_exactly)
 }
 END_TEST
 
+/* AUR_CORK_TRY to an App that does not read: what is held is written
+ * at once when the pipe surely has room for it, and else nothing is
+ * written and nothing waits; the uncork then writes what it can. */
+START_TEST(test_cork_try_writes_only_what_fits)
+{
+    struct aur_conn *c;
+    struct hello h;
+    size_t first, n, held = 0;
+    long q0, q1;
+    int64_t t0;
+
+    c = open_child("noread", &h);
+    ck_assert_int_ge(pipe_in(h.pid, true), 65536);
+    send_req(c, 100, (size_t)pipe_in(h.pid, true) / 2, t_now() + 3000,
+             &first);
+    q0 = pipe_in(h.pid, false);
+    ck_assert_int_eq(q0, (long)first + 1);
+    /* Room for a few pages: 4.5 KB held goes in, without a wait. */
+    OPS->cork(c, AUR_CORK_ON);
+    for (int i = 0; i < 3; i++, held += n + 1)
+        send_req(c, i, 1500, t_now() + 3000, &n);
+    ck_assert_int_eq(pipe_in(h.pid, false), q0);
+    t0 = t_now();
+    OPS->cork(c, AUR_CORK_TRY);
+    ck_assert_int_lt(t_now() - t0, 200);
+    q1 = pipe_in(h.pid, false);
+    ck_assert_int_eq(q1, q0 + (long)held);
+    OPS->cork(c, AUR_CORK_OFF); /* nothing left */
+    ck_assert_ptr_null(next_msg(100));
+    /* 30 KB held is more than surely fits: nothing moves, nothing waits. */
+    OPS->cork(c, AUR_CORK_ON);
+    for (int i = 3; i < 13; i++)
+        send_req(c, i, 3000, t_now() + 400, NULL);
+    t0 = t_now();
+    OPS->cork(c, AUR_CORK_TRY);
+    ck_assert_int_lt(t_now() - t0, 200);
+    ck_assert_int_eq(pipe_in(h.pid, false), q1);
+    ck_assert_ptr_null(next_msg(100));
+    OPS->cork(c, AUR_CORK_OFF); /* writes what fits, to the deadline */
+    ck_assert_int_gt(pipe_in(h.pid, false), q1);
+    OPS->close(c, t_now() + 3000);
+}
+END_TEST
+
 struct big_sender {
     struct aur_conn *c;
     int rc;
@@ -372,5 +416,6 @@ Suite *stdio_cork_suite(void)
     tcase_add_test(t, test_cork_partial_write_ends_exactly);
     tcase_add_test(t, test_cork_big_request_not_held);
     tcase_add_test(t, test_uncork_after_another_wrote_it);
+    tcase_add_test(t, test_cork_try_writes_only_what_fits);
     return s;
 }

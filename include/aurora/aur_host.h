@@ -390,7 +390,8 @@ int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
  * the rest, which may wait as a send may (at most until that App's
  * earliest deadline) for an App that does not read; such an App holds up
  * no other's requests.  aur_mcp_shutdown on another thread waits for the
- * end, however long; on this thread it writes the batch first.  Begins
+ * end, however long; on this thread it writes the batch first; a thread
+ * that ends with its batch open writes it as it ends.  Begins
  * nest; the outermost end writes.  A batch belongs to one host and one
  * thread: begin and end on the same thread, calls to another host are
  * not held.  NULL h: no-op.  Any thread once started.

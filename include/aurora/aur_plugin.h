@@ -17,7 +17,8 @@
  *                    aur_host.cfg_fail/cfg_line/cfg_path, AUR_TCAP_STREAM,
  *                    aur_plugin_desc.settings.
  *   1.5  2026-12-04  aur_transport_ops.stop.
- *   1.6  2026-12-06  aur_transport_ops.cork (with AUR_CORK_TRY, 12-07).
+ *   1.6  2026-12-06  aur_transport_ops.cork (AUR_CORK_TRY, and OFF from
+ *                    a thread that did not cork: 12-07, before release).
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -652,8 +653,10 @@ struct aur_transport_ops {
      * what is kept now if that needs no wait, else keep it for OFF; the
      * host uncorks several connections so, before it says OFF to each, so
      * that one server that does not read holds up no other's requests (a
-     * transport may treat TRY as doing nothing).  Without the hook every
-     * request is written as it is sent.
+     * transport may treat TRY as doing nothing).  Corking is the
+     * thread's: TRY or OFF from a thread that did not cork c does nothing
+     * (the host says OFF on any thread before it waits there for an
+     * answer).  Without the hook every request is written as it is sent.
      */
     void (*cork)(struct aur_conn *c, int on);
 };

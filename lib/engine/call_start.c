@@ -309,6 +309,24 @@ static __thread struct batch {
     struct aur__rpc *rpcs[BATCH_APPS];
 } tls_batch;
 
+static void batch_flush(struct batch *b);
+
+/* A thread that ends with its batch open (it returned, was cancelled)
+ * writes the batch then: a close would wait for it forever. */
+static pthread_key_t batch_key;
+static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
+
+static void batch_at_exit(void *b)
+{
+    batch_flush(b);
+}
+
+static void batch_key_make(void)
+{
+    if (pthread_key_create(&batch_key, batch_at_exit) != 0)
+        batch_key = (pthread_key_t)-1; /* the end (or a close) is needed */
+}
+
 /* c's App joins this thread's open batch, if any and if its transport
  * can hold requests.  c itself counts in the App's inflight until its
  * outcome, so the App cannot close under this. */
@@ -327,6 +345,9 @@ static void batch_join(struct aur_mcp *h, const struct aur__call *c)
     pthread_mutex_lock(&app->mu);
     app->batched++;
     pthread_mutex_unlock(&app->mu);
+    if (b->n == 0 && pthread_once(&batch_once, batch_key_make) == 0 &&
+        batch_key != (pthread_key_t)-1)
+        (void)pthread_setspecific(batch_key, b);
     b->apps[b->n] = app;
     b->rpcs[b->n++] = c->rpc;
 }
@@ -334,10 +355,11 @@ static void batch_join(struct aur_mcp *h, const struct aur__call *c)
 /* Write what this thread holds for h's Apps and let them close.  First
  * every App takes what it has room for now, so an App that does not
  * read holds up none of the others; then the rest is written, waiting
- * as a send would.  Each App leaves the batch before its uncork, whose
- * outcomes may run callbacks that end the host (aur__batch_drop). */
+ * as a send would. */
 static void batch_flush(struct batch *b)
 {
+    if (b->n == 0)
+        return;
     for (size_t i = 0; i < b->n; i++)
         (void)aur__rpc_cork(b->rpcs[i], AUR_CORK_TRY);
     while (b->n > 0) {
@@ -350,6 +372,8 @@ static void batch_flush(struct batch *b)
         pthread_cond_broadcast(&app->cv);
         pthread_mutex_unlock(&app->mu);
     }
+    if (batch_key != (pthread_key_t)-1)
+        (void)pthread_setspecific(batch_key, NULL);
 }
 
 void aur_mcp_batch_begin(struct aur_mcp *h)

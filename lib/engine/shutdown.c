@@ -41,7 +41,18 @@ static void app_close_finish(struct aur__app *app, aur_deadline close_dl)
         if (aur__cond_wait_until(&app->cv, &app->mu, dl) == ETIMEDOUT)
             break;
     /* A batch still holding requests on rpc uncorks it at its end, so
-     * rpc stays until then, however long (aur_mcp_batch_end says so). */
+     * rpc stays until then, however long (aur_mcp_batch_end says so);
+     * one that outlasts the calls' own bound is worth a word. */
+    while (app->batched > 0 &&
+           aur__cond_wait_until(&app->cv, &app->mu, dl) != ETIMEDOUT)
+        ;
+    if (app->batched > 0) {
+        pthread_mutex_unlock(&app->mu);
+        aur__log(app->mcp->log, AUR_LOG_WARN, app->tag,
+                 "close waits for a batch of calls that has not ended "
+                 "(aur_mcp_batch_end)");
+        pthread_mutex_lock(&app->mu);
+    }
     while (app->batched > 0)
         pthread_cond_wait(&app->cv, &app->mu);
     pthread_mutex_unlock(&app->mu);

@@ -508,8 +508,8 @@ int stdio_held_add(struct stdio_child *ch, struct stdio_held *h,
  * bytes left.  h is empty afterwards. */
 void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
                       bool closing);
-/* Whether what h holds surely fits in the App's stdin pipe now, so a
- * flush writes it without waiting (token holder). */
+/* Whether what h holds surely fits in the App's stdin pipe now (it is
+ * empty), so a flush writes it without waiting (token holder). */
 bool stdio_held_fits(const struct stdio_child *ch, const struct stdio_held *h);
 void stdio_held_free(struct stdio_held *h);
 

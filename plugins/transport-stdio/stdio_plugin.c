@@ -284,6 +284,19 @@ static bool corked_here(const struct aur_conn *c)
     return false;
 }
 
+/* Off this thread's list (whether it was on it), before anything held is
+ * written: the ends of what is written run callbacks, which may uncork
+ * c on this thread, and must then find nothing to wait for. */
+static bool uncork_here(const struct aur_conn *c)
+{
+    for (size_t i = 0; i < n_corked; i++)
+        if (corked[i] == c) {
+            corked[i] = corked[--n_corked];
+            return true;
+        }
+    return false;
+}
+
 /* Write (or end) what is held, with the token, and say so at once to an
  * uncork that waits for the token: nothing is left for it to do. */
 static void flush_held(struct aur_conn *c, bool closing)
@@ -318,6 +331,8 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
         rc = aur_fail(err, AUR_E_NOT_SENT, AUR_E_CLOSED, "%s: no App process",
                       c->package);
     } else {
+        if (c->held.n)
+            (void)uncork_here(c);
         flush_held(c, false); /* in the order sent */
         rc = stdio_child_write(ch, s, len, dl, err);
     }
@@ -329,11 +344,10 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
     return rc;
 }
 
-/* AUR_CORK_TRY: write what is held if the token is free and the pipe
- * surely has room (true); otherwise leave it all for the uncork.  A
- * token that someone holds needs no wait either: that writer takes what
- * is held.  Not corked here meanwhile: the ends of what is written may
- * run callbacks that uncork on this thread. */
+/* AUR_CORK_TRY (not corked here meanwhile): write what is held if the
+ * token is free and the pipe surely has room (true); otherwise leave it
+ * all for the uncork.  A token that someone holds needs no wait either:
+ * that writer takes what is held. */
 static bool try_held(struct aur_conn *c)
 {
     bool mine, fits;
@@ -357,22 +371,17 @@ static bool try_held(struct aur_conn *c)
  * in one go (stdio_held_flush). */
 static void stdio_cork(struct aur_conn *c, int on)
 {
-    size_t i;
-
     if (!c)
         return;
-    for (i = 0; i < n_corked && corked[i] != c; i++)
-        ;
     if (on == AUR_CORK_ON) {
-        if (i == n_corked && n_corked < CORKS)
+        if (!corked_here(c) && n_corked < CORKS)
             corked[n_corked++] = c;
         return;
     }
-    if (i == n_corked)
-        return;
-    corked[i] = corked[--n_corked];
+    if (!uncork_here(c))
+        return; /* not corked by this thread: nothing of its to write */
     if (on == AUR_CORK_TRY) {
-        if (!try_held(c) && n_corked < CORKS)
+        if (!try_held(c))
             corked[n_corked++] = c; /* for the uncork */
         return;
     }

@@ -271,24 +271,19 @@ void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
     h->len = h->n = 0;
 }
 
-/* The pipe's buffer is a ring of pages, and a write that finds the last
- * page without room for its tail takes new pages (Linux's pipe_write).
- * The bytes queued occupy at most one page more than they fill (a head
- * page partly read, a last page partly written), so the pages surely
- * free are the capacity's less that: when what is held needs no more, a
- * write of it cannot find the pipe full.  Anything but a pipe: no. */
+/* A write to a pipe that holds nothing cannot find it full while it
+ * asks no more than the pipe's size: every page of the ring is free.
+ * With bytes queued it might (Linux fills a page only while a whole
+ * write's tail fits it, so a few queued bytes may take every page), and
+ * nothing outside the kernel can tell.  Anything but a pipe: no. */
 bool stdio_held_fits(const struct stdio_child *ch, const struct stdio_held *h)
 {
-    long page = sysconf(_SC_PAGESIZE);
     int cap, queued;
 
-    if (ch->in_broken || ch->in_fd < 0 || page <= 0 ||
-        (cap = fcntl(ch->in_fd, F_GETPIPE_SZ)) <= 0 ||
-        ioctl(ch->in_fd, FIONREAD, &queued) != 0 || queued < 0)
-        return false;
-    long free_pages = cap / page - (queued + page - 1) / page - 1;
-    return free_pages > 0 &&
-           (h->len + (size_t)page - 1) / (size_t)page <= (size_t)free_pages;
+    return !ch->in_broken && ch->in_fd >= 0 &&
+           (cap = fcntl(ch->in_fd, F_GETPIPE_SZ)) > 0 &&
+           ioctl(ch->in_fd, FIONREAD, &queued) == 0 && queued == 0 &&
+           h->len <= (size_t)cap;
 }
 
 void stdio_held_free(struct stdio_held *h)

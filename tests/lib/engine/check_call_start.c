@@ -732,6 +732,52 @@ START_TEST(batch_unwritten_is_failed)
 }
 END_TEST
 
+/* {"text": text and n bytes more}: a request of about n bytes. */
+static char *big_args(size_t n, const char *text)
+{
+    char *s = malloc(n + 64);
+    int k;
+
+    ck_assert_ptr_nonnull(s);
+    k = sprintf(s, "{\"text\":\"%s", text);
+    memset(s + k, 'p', n);
+    strcpy(s + k + n, "\"}");
+    return s;
+}
+
+/* 14b. The same, the held requests written ahead of one too big to hold:
+ * their ends run on this thread inside that send, and must not wait for
+ * the send's own write token (they did, up to the held deadline). */
+START_TEST(batch_unwritten_ahead_of_big_one)
+{
+    const char *opts[] = {"--close-stdin-at", "list", NULL};
+    char args[32], *big = big_args(70000, "big");
+    int64_t t0;
+
+    add_app("a.ini", PKG, logpath, 30, NULL, opts);
+    struct aur_mcp *h = host();
+    ck_assert_int_eq(wait_lines(logpath, "stdin-closed", 1, 5000), 1);
+    aur_mcp_batch_begin(h);
+    for (int i = 0; i < 3; i++) {
+        args_of(i, args, sizeof args);
+        ck_assert_int_eq(start(h, TOOL, args, 20000, i), AUR_OK);
+    }
+    t0 = h_now_ms();
+    ck_assert_int_eq(start(h, TOOL, big, 20000, 3), AUR_OK);
+    ck_assert_int_lt(h_now_ms() - t0, h_slack(5000));
+    aur_mcp_batch_end(h);
+    wait_runs(4, 5000);
+    pthread_mutex_lock(&o.mu);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(o.times[i] == 1 && o.status[i] == AUR_CALL_FAILED,
+                      "slot %d: %d runs, %d (%s)", i, o.times[i], o.status[i],
+                      o.content[i]);
+    pthread_mutex_unlock(&o.mu);
+    aur_mcp_destroy(h);
+    free(big);
+}
+END_TEST
+
 /* 15. Shutdown while another thread holds a batch: the App's close waits
  * for the batch's end (it counts the App in use), so no connection is
  * freed under held requests (ASan would see that end use it), and each
@@ -828,6 +874,39 @@ START_TEST(batch_shutdown_on_own_thread)
 }
 END_TEST
 
+static void *leave_batch_open(void *arg)
+{
+    char args[32];
+
+    aur_mcp_batch_begin(arg);
+    for (int i = 0; i < 3; i++) {
+        args_of(i, args, sizeof args);
+        ck_assert_int_eq(start(arg, TOOL, args, -1, i), AUR_OK);
+    }
+    return NULL; /* no aur_mcp_batch_end */
+}
+
+/* 17b. A thread that ends with its batch open writes it as it ends: the
+ * calls are answered, and a later shutdown does not wait for an end
+ * that cannot come. */
+START_TEST(batch_thread_exits_open)
+{
+    pthread_t t;
+    int64_t t0;
+
+    add_app("a.ini", PKG, logpath, 30, NULL, NULL);
+    struct aur_mcp *h = host();
+    ck_assert_int_eq(pthread_create(&t, NULL, leave_batch_open, h), 0);
+    pthread_join(t, NULL);
+    wait_runs(3, 10000);
+    all_succeeded_once(3);
+    t0 = h_now_ms();
+    aur_mcp_shutdown(h);
+    ck_assert_int_lt(h_now_ms() - t0, h_slack(10000));
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 /* 18. A call that waits for its answer on the batch's thread writes
  * what the batch holds for that App first: neither waits for the other
  * (the blocking call's own request used to be held until its deadline). */
@@ -853,18 +932,6 @@ START_TEST(batch_blocking_call_inside)
 }
 END_TEST
 
-/* {"text": text and n bytes more}: a request of about n bytes. */
-static char *big_args(size_t n, const char *text)
-{
-    char *s = malloc(n + 64);
-    int k;
-
-    ck_assert_ptr_nonnull(s);
-    k = sprintf(s, "{\"text\":\"%s", text);
-    memset(s + k, 'p', n);
-    strcpy(s + k + n, "\"}");
-    return s;
-}
 
 /* 19. The end of a batch over two Apps, one of which does not read (busy
  * in a call, its stdin pipe 40 KB full) while 40 KB are held for it:
@@ -940,9 +1007,11 @@ static Suite *suite(void)
     tcase_add_test(t, batch_two_apps);
     tcase_add_test(t, batch_written_is_never_failed);
     tcase_add_test(t, batch_unwritten_is_failed);
+    tcase_add_test(t, batch_unwritten_ahead_of_big_one);
     tcase_add_test(t, batch_shutdown_waits_for_end);
     tcase_add_test(t, batch_outlives_app_timeout);
     tcase_add_test(t, batch_shutdown_on_own_thread);
+    tcase_add_test(t, batch_thread_exits_open);
     tcase_add_test(t, batch_blocking_call_inside);
     tcase_add_loop_test(t, batch_busy_app_holds_up_no_other, 0, 2);
     suite_add_tcase(s, t);

@@ -352,15 +352,15 @@ static void batch_join(struct aur_mcp *h, const struct aur__call *c)
     b->rpcs[b->n++] = c->rpc;
 }
 
-/* Write what this thread holds for h's Apps and let them close.  First
- * every App takes what it has room for now, so an App that does not
- * read holds up none of the others; then the rest is written, waiting
- * as a send would. */
+/* Write what this thread holds for h's Apps and let them close.  First,
+ * when there are several, every App takes what it has room for now, so
+ * an App that does not read holds up none of the others; then the rest
+ * is written, waiting as a send would. */
 static void batch_flush(struct batch *b)
 {
     if (b->n == 0)
         return;
-    for (size_t i = 0; i < b->n; i++)
+    for (size_t i = 0; b->n > 1 && i < b->n; i++)
         (void)aur__rpc_cork(b->rpcs[i], AUR_CORK_TRY);
     while (b->n > 0) {
         struct aur__app *app = b->apps[--b->n];

@@ -415,16 +415,13 @@ mapped:
 void aur__call_leave(struct aur__call *c, struct json_object *args,
                      const struct aur_tool_output *out)
 {
+    struct aur__app *app = c->app;
+
     /* While still counted in flight: close waits for that before it lets
      * the journal go. */
     record_call(c->t, args, out, aur__now_ms() - c->t0);
-    aur__app_release(c->app, c->gated);
-}
-
-void aur__app_release(struct aur__app *app, bool gated)
-{
     pthread_mutex_lock(&app->mu);
-    if (gated)
+    if (c->gated)
         app->calls_sent--;
     app->inflight--;
     pthread_cond_broadcast(&app->cv);

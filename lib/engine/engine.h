@@ -428,9 +428,6 @@ void aur__call_leave(struct aur__call *c, struct json_object *args,
 /* call_start.c: what this thread's batch holds for h's Apps is written
  * now (the batch stays open, empty): a close would wait for it. */
 void aur__batch_drop(struct aur_mcp *h);
-/* One call's use of app ends (mu taken here): inflight, and calls_sent
- * when the use was gated, go down, and a close waiting for them is woken. */
-void aur__app_release(struct aur__app *app, bool gated);
 
 /* call_result.c.  out is writable and owned by the caller; any thread. */
 /* Every field of out zero but the caller's struct_size. */

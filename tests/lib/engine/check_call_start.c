@@ -5,7 +5,9 @@
  * gives for the same reply, never failed once the request may have
  * reached the server; refused calls never call back; shutdown ends every
  * call before it returns; max_in_flight and the pool fallback; the jsonc
- * variant does not keep its arguments.  Bounded waits only.
+ * variant does not keep its arguments; batches (held requests, what a
+ * failed, busy or closed App makes of them, a close during one).
+ * Bounded waits only.
  */
 #define _GNU_SOURCE 1
 #include <aurora/aur_host_jsonc.h>

@@ -24,7 +24,8 @@ if(TARGET aurora-mcp)
   set(AUR_check_calls_SRC lib/engine/check_calls.c)
   set(AUR_check_api_text_SRC lib/engine/check_api_text.c)
   set(AUR_check_async_SRC lib/engine/check_async.c)
-  set(AUR_check_call_start_SRC lib/engine/check_call_start.c)
+  set(AUR_check_call_start_SRC lib/engine/check_call_start.c
+      lib/engine/check_call_batch.c)
   set(AUR_check_truth_SRC lib/engine/check_truth.c)
   set(AUR_check_peers_SRC system/check_peers.c)
   foreach(suite check_startup check_calls check_api_text check_async

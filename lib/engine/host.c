@@ -254,6 +254,10 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
             aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
             return rc;
         }
+        /* The lifecycle commits come once the Apps have started: the
+         * journal readies its first write while they do. */
+        if (h->napps)
+            aur__journal_prime(h->journal);
     }
     return aur__start_all(h, serr, err);
 }

@@ -22,8 +22,10 @@ struct aur__journal {
     pthread_mutex_t mu; /* held around every ops call */
     const struct aur__journal_ops *ops;
     void *b;
-    pthread_t settler; /* aur__journal_settle's thread, joined by close */
-    bool settling;
+    /* aur__journal_prime's and aur__journal_settle's threads, each run
+     * once and joined by close */
+    pthread_t primer, settler;
+    bool priming, settling;
 };
 
 /* Commits read per lock hold: the callback runs without the lock, so a
@@ -148,31 +150,57 @@ int aur__journal_open(const char *target, const struct aur__journal_conf *conf,
     return AUR_OK;
 }
 
-static void *settle_main(void *arg)
+static void *locked(struct aur__journal *j, void (*op)(void *b))
 {
-    struct aur__journal *j = arg;
     pthread_mutex_lock(&j->mu);
-    j->ops->settle(j->b);
+    op(j->b);
     pthread_mutex_unlock(&j->mu);
     return NULL;
 }
 
-void aur__journal_settle(struct aur__journal *j)
+static void *prime_main(void *arg)
+{
+    struct aur__journal *j = arg;
+    return locked(j, j->ops->prime);
+}
+
+static void *settle_main(void *arg)
+{
+    struct aur__journal *j = arg;
+    return locked(j, j->ops->settle);
+}
+
+/* A thread of the journal's own, which no handler of the host's runs on. */
+static bool spawn(pthread_t *t, void *(*fn)(void *), struct aur__journal *j)
 {
     sigset_t all, old;
+    bool ok;
 
-    if (!j || !j->ops->settle || j->settling)
-        return;
-    sigfillset(&all); /* no handler of the host's runs on our thread */
+    sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    j->settling = pthread_create(&j->settler, NULL, settle_main, j) == 0;
+    ok = pthread_create(t, NULL, fn, j) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return ok;
+}
+
+void aur__journal_prime(struct aur__journal *j)
+{
+    if (j && j->ops->prime && !j->priming)
+        j->priming = spawn(&j->primer, prime_main, j);
+}
+
+void aur__journal_settle(struct aur__journal *j)
+{
+    if (j && j->ops->settle && !j->settling)
+        j->settling = spawn(&j->settler, settle_main, j);
 }
 
 void aur__journal_close(struct aur__journal *j)
 {
     if (!j)
         return;
+    if (j->priming)
+        pthread_join(j->primer, NULL);
     if (j->settling)
         pthread_join(j->settler, NULL);
     j->ops->close(j->b);

@@ -45,6 +45,13 @@ void aur__journal_close(struct aur__journal *j);
  * wait for the lock as for any other call.  Once per handle, owner
  * thread; a journal with nothing to settle or no thread: nothing. */
 void aur__journal_settle(struct aur__journal *j);
+/* Ahead of a run's first write (a host's start), do on a thread of the
+ * journal's own what would make that write wait (SQLite: the sync of an
+ * emptied WAL's new header), so that it overlaps the caller's work.  No
+ * commit and nothing durable changes; it never waits for another
+ * connection's lock.  Once per handle, owner thread, joined by close; a
+ * journal with nothing to do or no thread: nothing. */
+void aur__journal_prime(struct aur__journal *j);
 
 /*
  * Append one commit.  Same commit_id with the same kind, source, summary,

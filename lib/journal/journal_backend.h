@@ -26,7 +26,7 @@
 
 /* Bumped when ops or the structs below change; the front refuses a module
  * built for another version. */
-#define AUR__JOURNAL_BACKEND_VERSION 2
+#define AUR__JOURNAL_BACKEND_VERSION 3
 
 /* One validated commit as stored.  Strings are NUL-terminated UTF-8 with
  * no NUL inside; scopes sorted by strcmp and distinct, n_scopes >= 1;
@@ -131,6 +131,14 @@ struct aur__journal_ops {
      * the store as it was, and close does the whole of it.  NULL: the
      * backend has nothing to settle (PostgreSQL).  (Version 2.) */
     void (*settle)(void *b);
+
+    /* The first write of a run is about to come: do now, while the caller
+     * does other work, what would make it wait (SQLite: restart an
+     * emptied WAL, whose new header is synced before any frame follows
+     * it).  Changes no commit, and no durability: the same sync, earlier.
+     * Best effort and never waits for another connection's lock.  NULL:
+     * nothing to do (PostgreSQL).  (Version 3.) */
+    void (*prime)(void *b);
 };
 
 /* The one symbol the PostgreSQL module exports. */

@@ -6,6 +6,7 @@ pkg_check_modules(AUR_TEST_PQ REQUIRED IMPORTED_TARGET libpq)
 aur_add_check(check_journal SOURCES lib/journal/check_journal.c
               lib/journal/check_journal_batch.c
               lib/journal/check_journal_sqlite_schema.c
+              lib/journal/check_journal_sqlite_prime.c
               lib/journal/journal_fixture.c
               LIBS aur_journal aur_jsonx PkgConfig::AUR_TEST_PQ
               DEPENDS journal-postgresql

@@ -8,10 +8,13 @@
 #include <aurora/aur_host.h>
 #include <check.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check_startup.h"
 #include "support/harness.h"
@@ -239,6 +242,60 @@ START_TEST(master_switch_off_starts_nothing)
 }
 END_TEST
 
+/* The journal readies its first write while the Apps start (SQLite: an
+ * emptied WAL is restarted, its header synced, off the start's path):
+ * the WAL has a frame before the App has read a single request, so
+ * before any lifecycle commit could have been written. */
+struct start_job {
+    struct aur_mcp *h;
+    int rc;
+};
+
+static void *start_on_thread(void *arg)
+{
+    struct start_job *job = arg;
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    job->rc = start(&job->h, &serr);
+    return NULL;
+}
+
+START_TEST(journal_primed_while_apps_start)
+{
+    const char *fast[] = {"--era", "modern", NULL};
+    const char *slow[] = {"--era", "modern", "--start-delay-ms", "3000",
+                          NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct start_job job = {NULL, -1};
+    struct stat sb;
+    pthread_t th;
+    char *wal;
+    int lines;
+
+    ck_assert(asprintf(&wal, "%s/data/world.sqlite3-wal", dir) > 0);
+    add_fixture("a.ini", "org.test.prime", 10, fast);
+    ck_assert_int_eq(start(&job.h, &serr), AUR_OK);
+    aur_mcp_destroy(job.h); /* the journal's close empties its WAL */
+    ck_assert_int_eq(stat(wal, &sb), 0);
+    ck_assert_int_eq(sb.st_size, 0);
+    unlink(logpath);
+    add_fixture("a.ini", "org.test.prime", 10, slow);
+    ck_assert_int_eq(pthread_create(&th, NULL, start_on_thread, &job), 0);
+    for (int waited = 0; stat(wal, &sb) != 0 || sb.st_size == 0;
+         waited += 5) {
+        ck_assert_msg(waited < 10000, "the WAL stayed empty");
+        usleep(5 * 1000);
+    }
+    /* read after the WAL: no request had reached the App before it */
+    lines = h_count_lines(logpath, "");
+    pthread_join(th, NULL);
+    ck_assert_int_eq(job.rc, AUR_OK);
+    aur_mcp_destroy(job.h);
+    ck_assert_msg(lines <= 0, "the WAL's first frame came after %d requests",
+                  lines);
+    free(wal);
+}
+END_TEST
+
 void startup_world_tests(TCase *tc)
 {
     tcase_add_test(tc, agents_exact_reference_must_exist);
@@ -248,4 +305,5 @@ void startup_world_tests(TCase *tc)
     tcase_add_test(tc, startup_commits_are_written_whole_or_not_at_all);
     tcase_add_test(tc, master_switch_off_starts_nothing);
     tcase_add_test(tc, runtime_brings_its_own_world_writer);
+    tcase_add_test(tc, journal_primed_while_apps_start);
 }

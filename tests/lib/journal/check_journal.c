@@ -25,6 +25,7 @@
 
 Suite *journal_batch_suite(void);
 TCase *journal_migrate_tcase(void); /* check_journal_sqlite_schema.c */
+TCase *journal_prime_tcase(void);   /* check_journal_sqlite_prime.c */
 
 /* ------------------------------------------------------------------ */
 
@@ -617,6 +618,7 @@ static Suite *journal_suite(void)
     tcase_add_test(tc, persists_across_reopen);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, journal_migrate_tcase());
+    suite_add_tcase(s, journal_prime_tcase());
 
     tc = tcase_create("append");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -256,8 +256,11 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
         }
         /* The lifecycle commits come once the Apps have started: the
          * journal readies its first write while they do. */
-        if (h->napps)
-            aur__journal_prime(h->journal);
+        for (size_t i = 0; i < h->napps; i++)
+            if (h->apps[i].state == AUR__S_NOT_STARTED) {
+                aur__journal_prime(h->journal);
+                break;
+            }
     }
     return aur__start_all(h, serr, err);
 }

@@ -59,14 +59,22 @@ static void *backend_open(void)
     return b;
 }
 
-/* A journal with one commit, closed: its WAL is kept and empty. */
-static void closed_journal(void)
+/* A journal with one commit (and sql run on it, if any), closed: its WAL
+ * is kept and empty. */
+static void closed_journal_with(const char *sql)
 {
     struct aur__journal *j = open_ok();
     append_ok(j, "c1", "all", NULL);
+    if (sql)
+        sql_exec(sql);
     aur__journal_close(j);
     if (!on_pg())
         ck_assert_int_eq(wal_bytes(), 0);
+}
+
+static void closed_journal(void)
+{
+    closed_journal_with(NULL);
 }
 
 static int64_t mono_ms(void)
@@ -154,6 +162,26 @@ START_TEST(prime_never_waits_for_a_writer)
 }
 END_TEST
 
+/* A prime whose transaction fails part way (here a trigger refuses the
+ * row's way back) rolls it back: the row is as it was, and the journal's
+ * connection holds no write lock, so another connection can write. */
+START_TEST(prime_that_fails_leaves_no_transaction)
+{
+    void *b;
+
+    closed_journal_with("CREATE TRIGGER refuse_back BEFORE UPDATE ON"
+                        " schema_meta WHEN NEW.version > 0"
+                        " BEGIN SELECT RAISE(ABORT, 'no'); END");
+    b = backend_open();
+    ops->prime(b);
+    ck_assert_int_eq(wal_bytes(), 0);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    sql_exec("DROP TRIGGER refuse_back"); /* fails while b holds the lock */
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ops->close(b);
+}
+END_TEST
+
 /* The front runs prime on a thread of the journal's own, once; writes go
  * on beside it and close joins it.  (PostgreSQL has nothing to prime: the
  * calls do nothing there.) */
@@ -187,6 +215,7 @@ TCase *journal_prime_tcase(void)
         tcase_add_test(tc, prime_restarts_an_emptied_wal);
         tcase_add_test(tc, prime_leaves_a_wal_with_frames);
         tcase_add_test(tc, prime_never_waits_for_a_writer);
+        tcase_add_test(tc, prime_that_fails_leaves_no_transaction);
     }
     tcase_add_test(tc, prime_on_the_journals_thread);
     return tc;

@@ -280,11 +280,8 @@ START_TEST(journal_primed_while_apps_start)
     unlink(logpath);
     add_fixture("a.ini", "org.test.prime", 10, slow);
     ck_assert_int_eq(pthread_create(&th, NULL, start_on_thread, &job), 0);
-    for (int waited = 0; stat(wal, &sb) != 0 || sb.st_size == 0;
-         waited += 5) {
-        ck_assert_msg(waited < 10000, "the WAL stayed empty");
-        usleep(5 * 1000);
-    }
+    H_WAIT_UNTIL(stat(wal, &sb) == 0 && sb.st_size > 0, 10000, 5);
+    ck_assert_msg(sb.st_size > 0, "the WAL stayed empty");
     /* read after the WAL: no request had reached the App before it */
     lines = h_count_lines(logpath, "");
     pthread_join(th, NULL);

@@ -13,28 +13,18 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "journal_fixture.h"
 #include "journal_sqlite.h"
+#include "support/slack.h"
 
 #define WAL_HEADER 32
 #define FRAME_HEADER 24
 
 static const struct aur__journal_ops *ops = &aur__journal_sqlite_ops;
-
-/* The WAL's size; -1 when there is none. */
-static long long wal_bytes(void)
-{
-    char wal[300];
-    struct stat sb;
-
-    snprintf(wal, sizeof wal, "%s-wal", dbpath);
-    return stat(wal, &sb) == 0 ? (long long)sb.st_size : -1;
-}
 
 static void wal_header(unsigned char h[WAL_HEADER])
 {
@@ -75,13 +65,6 @@ static void closed_journal_with(const char *sql)
 static void closed_journal(void)
 {
     closed_journal_with(NULL);
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* An emptied WAL is restarted by one frame, and the next write appends
@@ -147,9 +130,9 @@ START_TEST(prime_never_waits_for_a_writer)
     ck_assert_int_eq(sqlite3_open(dbpath, &other), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
                      SQLITE_OK);
-    t0 = mono_ms();
+    t0 = slack_now_ms();
     ops->prime(b);
-    took = mono_ms() - t0;
+    took = slack_now_ms() - t0;
     ck_assert_msg(took < 2500, "prime waited %lld ms for the lock",
                   (long long)took);
     ck_assert_int_eq(wal_bytes(), 0);
@@ -193,9 +176,9 @@ START_TEST(prime_on_the_journals_thread)
     j = open_ok();
     aur__journal_prime(j);
     aur__journal_prime(j); /* once per handle: a second does nothing */
-    for (int waited = 0; !on_pg() && wal_bytes() <= 0; waited += 10) {
-        ck_assert_msg(waited < 10000, "the WAL was not primed in 10 s");
-        usleep(10 * 1000);
+    if (!on_pg()) {
+        H_WAIT_UNTIL(wal_bytes() > 0, 10000, 10);
+        ck_assert_msg(wal_bytes() > 0, "the WAL was not primed in 10 s");
     }
     append_ok(j, "c2", "all", NULL);
     aur__journal_close(j);

@@ -190,6 +190,15 @@ static PGconn *pg_test_db(void)
     return c;
 }
 
+long long wal_bytes(void)
+{
+    char wal[300];
+    struct stat sb;
+
+    snprintf(wal, sizeof wal, "%s-wal", dbpath);
+    return stat(wal, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
 int64_t sql_int(const char *sql)
 {
     sqlite3 *db;

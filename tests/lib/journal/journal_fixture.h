@@ -56,6 +56,9 @@ void each_ok(struct aur__journal *j, int64_t after, const char *scope,
 /* The scopes object of visited line i, as text in buf. */
 const char *scopes_of(struct lines *l, size_t i, char *buf, size_t size);
 
+/* SQLite: the size of dbpath's WAL file; -1 when there is none. */
+long long wal_bytes(void);
+
 /* One integer from a query, or run a statement, on dbpath directly
  * (SQLite or libpq). */
 int64_t sql_int(const char *sql);

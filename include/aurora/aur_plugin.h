@@ -19,6 +19,7 @@
  *   1.5  2026-12-04  aur_transport_ops.stop.
  *   1.6  2026-12-06  aur_transport_ops.cork (AUR_CORK_TRY, and OFF from
  *                    a thread that did not cork: 12-07, before release).
+ *   1.7  2026-12-07  aur_transport_ops.prepare.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -50,7 +51,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 6
+#define AUR_ABI_MINOR 7
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -659,6 +660,25 @@ struct aur_transport_ops {
      * answer).  Without the hook every request is written as it is sent.
      */
     void (*cork)(struct aur_conn *c, int on);
+
+    /* --- ABI 1.7 --- */
+
+    /*
+     * Optional: begin the slow part of a coming open of endpoint (the
+     * same pointer open will get, with the host's keys) while the host
+     * does other work, e.g. start the process that will contain the
+     * App.  Nothing of the App may run before open: prepare starts no
+     * server and sends nothing to one.  The host calls it on the thread
+     * that starts it, for the first App that will start, before it opens
+     * its journal and only while the process has descriptors to spare;
+     * so it returns as soon as what it began needs no more of this
+     * thread (a few milliseconds at most).  What it began is the
+     * transport's: the next open of endpoint uses it; what no open uses
+     * is undone when the plugin's fini runs at the latest, and whatever
+     * failed in it is left for open to do and report.  Never concurrent
+     * with another call for the same endpoint.
+     */
+    void (*prepare)(void *state, const struct aur_cfg *endpoint);
 };
 
 /* ------------------------------------------------------------------ */

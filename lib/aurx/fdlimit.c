@@ -4,6 +4,7 @@
 #define _GNU_SOURCE 1
 #include "fdlimit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -61,4 +62,25 @@ const char *aur__fd_text(int e, char *buf, size_t size)
         snprintf(buf, size, "%s", strerror_r(e, eb, sizeof eb));
     }
     return buf;
+}
+
+bool aur__fd_room(size_t n)
+{
+    struct rlimit rl;
+    struct dirent *de;
+    size_t open_now = 0;
+    DIR *d;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return false;
+    if (rl.rlim_cur == RLIM_INFINITY)
+        return true;
+    if (rl.rlim_cur <= n || !(d = opendir("/proc/self/fd")))
+        return false;
+    /* Bounded by the table: the entries are the open descriptors, the
+     * directory's own among them, and "." and "..". */
+    while ((de = readdir(d)) != NULL)
+        open_now += de->d_name[0] != '.';
+    closedir(d);
+    return open_now + n <= rl.rlim_cur;
 }

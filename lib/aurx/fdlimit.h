@@ -25,4 +25,9 @@ bool aur__fd_exhausted(int e);
  * strerror text. */
 const char *aur__fd_text(int e, char *buf, size_t size);
 
+/* Whether this process may open at least n more descriptors now: fewer
+ * than RLIMIT_NOFILE's soft limit minus n are open (counted in
+ * /proc/self/fd).  false when that cannot be told. */
+bool aur__fd_room(size_t n);
+
 #endif

@@ -248,6 +248,9 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
     if (h->started)
         return aur_fail(err, AUR_E_STATE, 0, "already started");
     h->started = true;
+    /* The first App's slow part (its supervisor's start) runs while the
+     * journal opens; nothing of the App runs before its open. */
+    aur__transport_prepare(h);
     if (!h->have_writer) {
         rc = aur__open_journal(h->cfg, &h->journal, err);
         if (rc != AUR_OK) {

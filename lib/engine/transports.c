@@ -1,13 +1,16 @@
 /*
  * transports.c - the transport plugins as the rest of the core sees them:
  * what the config loader checks an App file against (ABI 1.4 words,
- * section, keys, check), and what `aurora-mcp doctor` asks of an App
- * without starting it (the preflight hook).  The core names no transport:
+ * section, keys, check), what `aurora-mcp doctor` asks of an App
+ * without starting it (the preflight hook), and the start's head start
+ * (the prepare hook).  The core names no transport:
  * everything here comes from the loaded plugins (docs/transports.md).
  */
 #include "aur_setup.h"
 
+#include "aur_perturb.h"
 #include "engine.h"
+#include "fdlimit.h"
 
 #include <json-c/json.h>
 
@@ -115,4 +118,32 @@ struct json_object *aur_mcp_app_checks_jsonc(struct aur_mcp *h, const char *pack
     if (c.list && t->ops.t.preflight)
         t->ops.t.preflight(t->state, &a->cfg->endpoint, report, &c);
     return c.list;
+}
+
+/* Descriptors that must be free for prepare to be asked: the journal's
+ * (its file, WAL, shared memory, a directory for a sync) and the first
+ * App's (pipes, the supervisor's status pipe and lifeline, its cgroup),
+ * with room to spare.  With fewer, what the App took first could leave
+ * the journal, not the App, the one that runs out, where without
+ * prepare the journal opens first (fdlimit_test: "out of file
+ * descriptors" names the App). */
+#define PREPARE_FD_ROOM 64
+
+void aur__transport_prepare(struct aur_mcp *mcp)
+{
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        const struct aur__plugin *t = a->transport;
+
+        if (a->state != AUR__S_NOT_STARTED)
+            continue;
+        /* Only the first: its open is the first a start waits for, and
+         * a prepared start holds the opening thread for its spawn. */
+        if (t && AUR_HAS(&t->ops.t, prepare) &&
+            aur__fd_room(PREPARE_FD_ROOM)) {
+            AUR_PERTURB("startup.prepare");
+            t->ops.t.prepare(t->state, &a->cfg->endpoint);
+        }
+        return;
+    }
 }

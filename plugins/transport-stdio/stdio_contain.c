@@ -511,12 +511,10 @@ static int place_fds(const int *src, int *err_fd)
     return 0;
 }
 
-_Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
+void stdio_shim_setup(struct stdio_shim_args *a)
 {
-    struct shim s;
     sigset_t all, sigs;
     int err_fd = a->fd_status, sfd, e;
-    bool in_cgroup;
 
     vg_quiet();
     /* Every disposition back to its default (inherited by the App),
@@ -567,6 +565,20 @@ _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
             goto fail;
         }
     }
+    a->fd_status = FD_STATUS;
+    a->fd_life = FD_LIFE;
+    return;
+fail:
+    put_errno(err_fd, errno);
+    _exit(127);
+}
+
+_Noreturn void stdio_shim_main(const struct stdio_shim_args *a)
+{
+    struct shim s;
+    int err_fd = FD_STATUS;
+    bool in_cgroup;
+
     memset(&s, 0, sizeof s);
     struct stop st = {.term_at = -1, .kill_at = -1};
     s.self = getpid();

@@ -236,11 +236,7 @@ static int finish_job(struct stdio_exec_job *j)
     if (e != 0) {
         /* The App never ran, or hangs before exec: the supervisor's
          * death takes it (parent-death signal), and its cgroup goes. */
-        if (j->a.cg_kill >= 0)
-            (void)!write(j->a.cg_kill, "1", 1);
-        stdio_kill_reap(j->pid);
-        j->pid = 0;
-        stdio_job_close(j);
+        stdio_spawner_undo(j);
         return e;
     }
     j->ct.ctl_w = j->life_w;
@@ -362,18 +358,27 @@ void stdio_spawner_destroy(struct stdio_spawner *sp)
     free(sp);
 }
 
-int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
-                      struct stdio_exec_job *j)
+/* The child's pipe ends are dup2'ed onto 0..2, so none of ours may sit
+ * there (possible if the host runs with a standard stream closed). */
+int stdio_pipe_high(int fds[2])
 {
-    int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
-                   : j->wait_ms > EXEC_WAIT_MAX_MS ? EXEC_WAIT_MAX_MS
-                                                   : j->wait_ms;
-    int rc;
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return errno;
+    for (int i = 0; i < 2; i++) {
+        if (fds[i] <= STDERR_FILENO) {
+            int hi = fcntl(fds[i], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+            if (hi < 0)
+                return errno;
+            close(fds[i]);
+            fds[i] = hi;
+        }
+    }
+    return 0;
+}
 
-    j->step = "find the command";
-    rc = resolve(command, &j->path);
-    if (rc != 0)
-        return rc;
+int stdio_spawner_begin(struct stdio_spawner *sp, struct stdio_exec_job *j,
+                        int64_t until)
+{
     j->pid = 0;
     j->st_r = j->life_w = -1;
     j->a = (struct stdio_shim_args){
@@ -384,7 +389,46 @@ int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
         .cg_required = sp->mode == STDIO_CONTAIN_CGROUP,
     };
     stdio_contain_clear(&j->ct);
-    rc = stdio_spawner_exchange(sp, j, stdio_mono_ms() + wait);
+    return stdio_spawner_exchange(sp, j, until);
+}
+
+void stdio_spawner_undo(struct stdio_exec_job *j)
+{
+    /* An App it forked dies with it (parent-death signal); its cgroup
+     * is killed first for what that App may have started. */
+    if (j->a.cg_kill >= 0)
+        (void)!write(j->a.cg_kill, "1", 1);
+    if (j->pid > 0)
+        stdio_kill_reap(j->pid);
+    j->pid = 0;
+    stdio_job_close(j); /* and its cgroup goes */
+}
+
+int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
+                      struct stdio_exec_job *j,
+                      const struct stdio_exec_job *pre)
+{
+    int64_t wait = j->wait_ms < EXEC_WAIT_MIN_MS   ? EXEC_WAIT_MIN_MS
+                   : j->wait_ms > EXEC_WAIT_MAX_MS ? EXEC_WAIT_MAX_MS
+                                                   : j->wait_ms;
+    int rc;
+
+    if (pre) {
+        j->pid = pre->pid;
+        j->st_r = pre->st_r;
+        j->life_w = pre->life_w;
+        j->a = pre->a;
+        stdio_contain_clear(&j->ct);
+    }
+    j->step = "find the command";
+    rc = resolve(command, &j->path);
+    if (rc != 0) {
+        if (pre)
+            stdio_spawner_undo(j);
+        return rc;
+    }
+    if (!pre)
+        rc = stdio_spawner_begin(sp, j, stdio_mono_ms() + wait);
     if (rc == 0)
         rc = finish_job(j);
     free(j->path);

@@ -78,6 +78,8 @@ struct stdio_state {
     size_t stderr_line;    /* stderr_line_bytes: one logged stderr line */
     int64_t term_grace_ms; /* each escalation step of the shutdown */
     struct stdio_spawner *spawner; /* own lock; see stdio_exec.c */
+    pthread_mutex_t warm_mu;       /* warm (stdio_warm.c) */
+    struct stdio_warm *warm;       /* a prepared start, or NULL */
 };
 
 /*
@@ -173,6 +175,8 @@ struct stdio_held {
  */
 struct aur_conn {
     struct stdio_state *st; /* borrowed */
+    const struct aur_cfg *endpoint; /* borrowed: the host's, which a
+                                       prepare named (stdio_warm.c) */
     struct aur_sink sink;   /* copy of the host's sink (ctx and hooks) */
     char *package;          /* for log lines */
     char *command;
@@ -323,12 +327,49 @@ void stdio_spawner_destroy(struct stdio_spawner *sp);
  * its own cgroup.  Any thread; serialised, each wait bounded by
  * j->wait_ms (at least 100 ms).  0 (j->pid and j->ct set) or the errno
  * of the step that failed, j->step naming it (ELIBACC: no supervisor
- * program; ETIMEDOUT: the spawner thread or the exec took too long). */
+ * program; ETIMEDOUT: the spawner thread or the exec took too long).
+ * pre (NULL: none): a begun start for these pipes (stdio_spawner_begin,
+ * moved in: stdio_spawner_run owns it, whatever it returns). */
 int stdio_spawner_run(struct stdio_spawner *sp, const char *command,
-                      struct stdio_exec_job *j);
+                      struct stdio_exec_job *j,
+                      const struct stdio_exec_job *pre);
+/* pipe2(O_CLOEXEC) with neither end on 0..2 (the App's ends are dup2'ed
+ * there): one of the App's pipes.  0 or an errno. */
+int stdio_pipe_high(int fds[2]);
+/* The first half of a run: the supervisor spawned for j's pipes, waiting
+ * for its frame, before until (stdio_mono_ms).  0 (j->pid, j->st_r,
+ * j->life_w and j->a set: a pre for stdio_spawner_run, which then owns
+ * it) or an errno, j->step naming the step, nothing left. */
+int stdio_spawner_begin(struct stdio_spawner *sp, struct stdio_exec_job *j,
+                        int64_t until);
+/* Undo a begun start: its cgroup killed, its supervisor killed and
+ * reaped (and with it an App it forked), its descriptors closed, its
+ * cgroup removed. */
+void stdio_spawner_undo(struct stdio_exec_job *j);
 /* The supervisor program's path, for the error of a start that failed
  * with ELIBACC (it is missing or not executable). */
 const char *stdio_spawner_supervisor(const struct stdio_spawner *sp);
+
+/* ---- stdio_warm.c -------------------------------------------------- */
+
+/* A start prepared before its open (ABI 1.7 prepare): the host's ends of
+ * the App's pipes and the supervisor waiting for its frame. */
+struct stdio_warm {
+    const struct aur_cfg *endpoint; /* borrowed: the host's */
+    int in_w, out_r, err_r;         /* our ends of the App's 0, 1, 2 */
+    struct stdio_exec_job job;      /* a pre for stdio_spawner_run */
+};
+
+/* The prepare hook (the ABI's contract). */
+void stdio_prepare(void *state, const struct aur_cfg *endpoint);
+/* The start prepared for endpoint, moved into *out (then the caller owns
+ * it: stdio_spawner_run, or stdio_warm_undo); false when there is none. */
+bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
+                     struct stdio_warm *out);
+/* Undo a prepared start: supervisor killed and reaped, all closed. */
+void stdio_warm_undo(struct stdio_warm *w);
+/* At fini: undo what no open took. */
+void stdio_warm_fini(struct stdio_state *st);
 
 /* ---- stdio_fdpass.c ----------------------------------------------- */
 
@@ -376,7 +417,14 @@ bool stdio_fd_own_table(int *keep, size_t n);
 #define STDIO_STOP_LEN (1 + 2 * sizeof(uint32_t))
 
 
-/* The supervisor's life after its arguments are read.  Never returns. */
+/* The supervisor's setup once its arguments are read, before its frame
+ * (which a prepared start waits for): signals, parent-death signal,
+ * subreaper, its descriptors at their slots (a->fd_status and a->fd_life
+ * are FD_STATUS and FD_LIFE afterwards).  On failure it reports on the
+ * status pipe and exits 127. */
+void stdio_shim_setup(struct stdio_shim_args *a);
+/* The supervisor's life once its frame is read: the App forked, then
+ * watched until it ends.  Never returns. */
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
 
 /* ---- stdio_proc.c: /proc, prctl and the clock for the supervisor --- */

@@ -94,6 +94,7 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
         free(st);
         return rc;
     }
+    pthread_mutex_init(&st->warm_mu, NULL);
     st->host = host;
     st->self = self;
     st->max_line = (size_t)max_line;
@@ -108,7 +109,9 @@ static void stdio_fini(void *state)
 {
     struct stdio_state *st = state;
 
+    stdio_warm_fini(st); /* a prepared start no open took */
     stdio_spawner_destroy(st->spawner);
+    pthread_mutex_destroy(&st->warm_mu);
     free(st);
 }
 
@@ -200,6 +203,7 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
     if (!c)
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     c->st = st;
+    c->endpoint = endpoint;
     n = sink->struct_size < sizeof c->sink ? sink->struct_size
                                            : sizeof c->sink;
     memcpy(&c->sink, sink, n);
@@ -519,6 +523,7 @@ static const struct aur_transport_ops stdio_ops = {
     .keys = stdio_keys,
     .check = stdio_check,
     .preflight = stdio_preflight,
+    .prepare = stdio_prepare,
 };
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);

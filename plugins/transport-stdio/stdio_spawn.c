@@ -117,24 +117,6 @@ fail:
 /* Spawn                                                              */
 /* ------------------------------------------------------------------ */
 
-/* The child's pipe ends are dup2'ed onto 0..2, so none of ours may sit
- * there (possible if the host runs with a standard stream closed). */
-static int pipe_high(int fds[2])
-{
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return errno;
-    for (int i = 0; i < 2; i++) {
-        if (fds[i] <= STDERR_FILENO) {
-            int hi = fcntl(fds[i], F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-            if (hi < 0)
-                return errno;
-            close(fds[i]);
-            fds[i] = hi;
-        }
-    }
-    return 0;
-}
-
 static int set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -201,8 +183,10 @@ static int collect_redact(struct stdio_child *ch, char **envp)
     return 0;
 }
 
+/* pre: a prepared start for these pipes (moved in), or NULL. */
 static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2],
-                 int64_t wait_ms, const char **step)
+                 int64_t wait_ms, const struct stdio_exec_job *pre,
+                 const char **step)
 {
     const struct aur_conn *c = ch->conn;
     struct stdio_exec_job j = {
@@ -217,14 +201,16 @@ static int spawn(struct stdio_child *ch, int in[2], int out[2], int errp[2],
     char **envp = env_build(c);
     int rc;
 
-    if (!envp)
-        return ENOMEM;
-    if (collect_redact(ch, envp) != 0) {
+    if (!envp || collect_redact(ch, envp) != 0) {
+        if (pre) {
+            j = *pre;
+            stdio_spawner_undo(&j);
+        }
         env_free(envp);
         return ENOMEM;
     }
     j.envp = envp;
-    rc = stdio_spawner_run(c->st->spawner, c->command, &j);
+    rc = stdio_spawner_run(c->st->spawner, c->command, &j, pre);
     *step = j.step;
     if (rc == 0) {
         ch->pid = j.pid;
@@ -264,6 +250,8 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     int stop[2] = {-1, -1};
     char eb[128], fb[96];
     const char *what = "pipes", *step = NULL;
+    struct stdio_warm w;
+    bool warm = false;
     int rc = 0, code;
 
     if (!ch)
@@ -280,16 +268,24 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
         return aur_fail(err, AUR_E_NOMEM, 0, "%s: cannot create a cond",
                         c->package);
     }
+    /* A start prepared for this endpoint has its pipes and supervisor
+     * already (stdio_warm.c); a reopen never finds one. */
+    warm = stdio_warm_take(c->st, c->endpoint, &w);
+    if (warm) {
+        in[1] = w.in_w;
+        op[0] = w.out_r;
+        ep[0] = w.err_r;
+    }
     ch->eline = malloc(c->st->stderr_line);
     if (!ch->eline)
         rc = ENOMEM;
-    if (rc == 0 && (rc = pipe_high(in)) != 0)
+    if (rc == 0 && !warm && (rc = stdio_pipe_high(in)) != 0)
         what = "the stdin pipe";
-    if (rc == 0 && (rc = pipe_high(op)) != 0)
+    if (rc == 0 && !warm && (rc = stdio_pipe_high(op)) != 0)
         what = "the stdout pipe";
-    if (rc == 0 && (rc = pipe_high(ep)) != 0)
+    if (rc == 0 && !warm && (rc = stdio_pipe_high(ep)) != 0)
         what = "the stderr pipe";
-    if (rc == 0 && (rc = pipe_high(stop)) != 0)
+    if (rc == 0 && (rc = stdio_pipe_high(stop)) != 0)
         what = "the I/O thread's stop pipe";
     ch->in_fd = in[1];
     ch->out_fd = op[0];
@@ -313,7 +309,9 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                         strerror_r(rc, eb, sizeof eb));
         goto fail;
     }
-    rc = spawn(ch, in, op, ep, aur_remaining_ms(c->st->host, dl), &step);
+    rc = spawn(ch, in, op, ep, aur_remaining_ms(c->st->host, dl),
+               warm ? &w.job : NULL, &step);
+    warm = false; /* spawn owns it now */
     stdio_close_fd(&in[0]);
     stdio_close_fd(&op[1]);
     stdio_close_fd(&ep[1]);
@@ -353,6 +351,8 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     *out = ch;
     return AUR_OK;
 fail:
+    if (warm) /* its pipes' ends are ch's: child_free closes them */
+        stdio_spawner_undo(&w.job);
     stdio_close_fd(&in[0]);
     stdio_close_fd(&op[1]);
     stdio_close_fd(&ep[1]);

@@ -154,6 +154,9 @@ int main(int argc, char **argv)
     if (a.fd_status < 0 || a.fd_life < 0)
         return 127;
     snprintf(a.title, sizeof a.title, "%s", argv[1]);
+    /* Everything that needs no frame first: a start prepared before
+     * its open waits for the frame here, ready to fork at once. */
+    stdio_shim_setup(&a);
     if ((e = read_frame(&a, &buf)) != 0) {
         while (write(a.fd_status, &e, sizeof e) < 0 && errno == EINTR)
             ;

@@ -8,6 +8,7 @@ aur_add_check(check_transport_stdio
                       plugins/transport-stdio/check_transport_stdio_start.c
                       plugins/transport-stdio/check_transport_stdio_fds.c
                       plugins/transport-stdio/check_transport_stdio_cork.c
+                      plugins/transport-stdio/check_transport_stdio_prepare.c
                       fixtures/stdio_host.c
                       support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c

@@ -83,6 +83,22 @@ char *h_mkconfig(const char *extra_host, const char *mcp)
     return dir;
 }
 
+char *h_debug_host(const char *dir)
+{
+    char *hl, *ini;
+
+    ck_assert(asprintf(&hl, "%s/host.log", dir) > 0);
+    ck_assert(asprintf(&ini,
+                       "[host]\nplugins = transport-stdio\n"
+                       "plugin_dir = %s/plugins\njournal = data/world.sqlite3\n"
+                       "log_file = %s\nlog_level = debug\n[mcp]\n"
+                       "enabled = true\n",
+                       AUR_TEST_BIN_DIR, hl) > 0);
+    h_write(dir, "host.ini", ini);
+    free(ini);
+    return hl;
+}
+
 void h_fixture_env(char **dir, char **fixture, char **log)
 {
     *dir = h_mkconfig(NULL, NULL);

@@ -59,6 +59,10 @@ void h_add_logged_app(const char *dir, const char *file, const char *package,
 /* Write any file under dir (parents created). */
 void h_write(const char *dir, const char *rel, const char *text);
 
+/* dir/host.ini as h_mkconfig writes it, with the host's log at debug in
+ * dir/host.log; returns that path (malloc'd). */
+char *h_debug_host(const char *dir);
+
 /* Path of a file in the build tree / source tree (malloc'd). */
 char *h_bin(const char *rel);
 char *h_src(const char *rel);

@@ -15,12 +15,15 @@
 #include "utf8.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "support/check_main.h"
 
@@ -253,6 +256,39 @@ START_TEST(fd_text_names_the_limit)
 }
 END_TEST
 
+/* Room is what RLIMIT_NOFILE leaves beside the descriptors open now:
+ * with the soft limit set 10 above them, 10 more fit and 11 do not.
+ * (Check forks each test: the limit dies with it.) */
+START_TEST(fd_room_counts_what_is_open)
+{
+    struct rlimit rl, low;
+    int fd = open("/dev/null", O_RDONLY), used = 0;
+    DIR *d;
+    struct dirent *de;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert(aur__fd_room(8));
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    /* Counted as aur__fd_room counts them, its own directory's among
+     * them (it holds one while it reads). */
+    ck_assert_ptr_nonnull(d = opendir("/proc/self/fd"));
+    while ((de = readdir(d)) != NULL)
+        used += de->d_name[0] != '.';
+    closedir(d);
+    low = rl;
+    low.rlim_cur = (rlim_t)used + 10;
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    ck_assert(aur__fd_room(10));
+    ck_assert(!aur__fd_room(11));
+    close(fd); /* one more free */
+    ck_assert(aur__fd_room(11));
+    ck_assert(!aur__fd_room(12));
+    low.rlim_cur = 4; /* below what is open: no room at all */
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    ck_assert(!aur__fd_room(1));
+}
+END_TEST
+
 /* The reference: aur__quote_stop, a byte at a time. */
 static size_t span_ref(const unsigned char *s, size_t n, bool high)
 {
@@ -370,6 +406,7 @@ int main(void)
     tcase_add_test(t, grow_doubles_to_ceiling);
     tcase_add_test(t, buf_put_keeps_nul_and_bound);
     tcase_add_test(t, fd_text_names_the_limit);
+    tcase_add_test(t, fd_room_counts_what_is_open);
     tcase_add_test(t, quote_span_matches_bytes);
     suite_add_tcase(s, t);
     return aur_check_main(s, NULL);

@@ -512,17 +512,9 @@ START_TEST(apps_close_in_reverse_config_order)
     struct aur_startup_error serr = {.struct_size = sizeof serr};
     struct aur_error err;
     struct aur_mcp *h = NULL;
-    char *la, *lb, *hl, *ini, *log;
+    char *la, *lb, *hl = h_debug_host(dir), *log;
     ck_assert(asprintf(&la, "%s/a.log", dir) > 0);
     ck_assert(asprintf(&lb, "%s/b.log", dir) > 0);
-    ck_assert(asprintf(&hl, "%s/host.log", dir) > 0);
-    ck_assert(asprintf(&ini,
-                       "[host]\nplugins = transport-stdio\n"
-                       "plugin_dir = %s/plugins\njournal = data/w.sqlite3\n"
-                       "log_file = %s\nlog_level = debug\n[mcp]\n"
-                       "enabled = true\n",
-                       AUR_TEST_BIN_DIR, hl) > 0);
-    h_write(dir, "host.ini", ini);
     const char *a[] = {"--log", la, "--era", "modern", NULL};
     const char *b[] = {"--log", lb, "--era", "modern", NULL};
     h_add_app(dir, "1-a.ini", "org.test.first", 5, NULL, fixture, a);
@@ -540,7 +532,6 @@ START_TEST(apps_close_in_reverse_config_order)
     ck_assert_ptr_nonnull(second);
     ck_assert_msg(second < first, "closes did not begin in reverse order");
     free(log);
-    free(ini);
     free(hl);
     free(la);
     free(lb);
@@ -558,21 +549,13 @@ START_TEST(log_file_private_escaped_no_symlink)
     struct aur_mcp *h = NULL;
     struct aur_tool_output out = {.struct_size = sizeof out};
     struct stat sb;
-    char *hl, *ini, *log, *other;
+    char *hl = h_debug_host(dir), *log, *other;
     const char *opts[] = {"--era", "modern", NULL};
     const char *bad[] = {"--era", "modern", "--tool-json",
                          "{\"name\":\"evil\\u001b[2J\\u009bX\",\"inputSchema\":"
                          "{\"type\":\"object\"}}",
                          NULL};
 
-    ck_assert(asprintf(&hl, "%s/host.log", dir) > 0);
-    ck_assert(asprintf(&ini,
-                       "[host]\nplugins = transport-stdio\n"
-                       "plugin_dir = %s/plugins\njournal = data/w.sqlite3\n"
-                       "log_file = %s\nlog_level = debug\n[mcp]\n"
-                       "enabled = true\n",
-                       AUR_TEST_BIN_DIR, hl) > 0);
-    h_write(dir, "host.ini", ini);
     add_fixture("a.ini", "org.test.log", 5, opts);
     ck_assert_int_eq(start(&h, &serr), AUR_OK);
     ck_assert_int_eq(aur_mcp_call_jsonc(h, "aur.mcp.org.test.log.t0000", NULL, -1,
@@ -610,7 +593,6 @@ START_TEST(log_file_private_escaped_no_symlink)
     ck_assert_str_eq(log, "keep\n");
     free(log);
     free(other);
-    free(ini);
     free(hl);
 }
 END_TEST

@@ -293,6 +293,99 @@ START_TEST(journal_primed_while_apps_start)
 }
 END_TEST
 
+/* A process that is there and not a zombie. */
+static bool alive(long pid)
+{
+    char path[64], line[512], *p;
+    bool on = false;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "r")))
+        return false;
+    if (fgets(line, sizeof line, f) && (p = strrchr(line, ')')))
+        on = p[2] != 'Z' && p[2] != 'X';
+    fclose(f);
+    return on;
+}
+
+/* The pid in "<pkg>: supervisor <pid> started ahead of the App's open"
+ * of log, or 0. */
+static long started_ahead(const char *log, const char *pkg)
+{
+    char want[160];
+    const char *at;
+
+    snprintf(want, sizeof want, "%s: supervisor ", pkg);
+    for (at = strstr(log, want); at; at = strstr(at + 1, want)) {
+        char *end;
+        long pid = strtol(at + strlen(want), &end, 10);
+        if (pid > 0 && strncmp(end, " started ahead of the App's open",
+                               strlen(" started ahead of the App's "
+                                      "open")) == 0)
+            return pid;
+    }
+    return 0;
+}
+
+/* The first App's supervisor starts before the journal opens (the
+ * prepare hook) and is the one its App runs under; the second App's
+ * start is not prepared. */
+START_TEST(first_app_supervisor_started_ahead)
+{
+    const char *fast[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h = NULL;
+    char *hl = h_debug_host(dir), *log, used[160];
+    long sup;
+
+    add_fixture("1-a.ini", "org.test.first", 10, fast);
+    add_fixture("2-b.ini", "org.test.second", 10, fast);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    aur_mcp_destroy(h);
+    log = h_slurp(hl);
+    ck_assert_ptr_nonnull(log);
+    sup = started_ahead(log, "org.test.first");
+    ck_assert_msg(sup > 0, "no supervisor started ahead:\n%s", log);
+    snprintf(used, sizeof used, "org.test.first: supervisor %ld, App cgroup",
+             sup);
+    ck_assert_msg(strstr(log, used), "the App did not use it:\n%s", log);
+    ck_assert_int_eq(started_ahead(log, "org.test.second"), 0);
+    free(log);
+    free(hl);
+}
+END_TEST
+
+/* A journal that cannot open fails the start after the first App's
+ * supervisor was started: that App never ran, and nothing is left. */
+START_TEST(journal_failure_after_prepare_runs_no_app)
+{
+    const char *fast[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h = NULL;
+    char *hl = h_debug_host(dir), *log, *db;
+    struct stat sb;
+    long sup;
+
+    ck_assert(asprintf(&db, "%s/data/world.sqlite3", dir) > 0);
+    h_write(dir, "data/keep", "");
+    ck_assert_int_eq(mkdir(db, 0700), 0); /* a directory: no database */
+    add_fixture("a.ini", "org.test.first", 10, fast);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_int_eq(serr.rc, AUR_E_JOURNAL);
+    log = h_slurp(hl);
+    ck_assert_ptr_nonnull(log);
+    sup = started_ahead(log, "org.test.first");
+    ck_assert_msg(sup > 0, "no supervisor started ahead:\n%s", log);
+    aur_mcp_destroy(h);
+    ck_assert_msg(stat(logpath, &sb) != 0, "the App ran");
+    ck_assert_msg(!alive(sup), "supervisor %ld left running", sup);
+    free(log);
+    free(db);
+    free(hl);
+}
+END_TEST
+
 void startup_world_tests(TCase *tc)
 {
     tcase_add_test(tc, agents_exact_reference_must_exist);
@@ -303,4 +396,6 @@ void startup_world_tests(TCase *tc)
     tcase_add_test(tc, master_switch_off_starts_nothing);
     tcase_add_test(tc, runtime_brings_its_own_world_writer);
     tcase_add_test(tc, journal_primed_while_apps_start);
+    tcase_add_test(tc, first_app_supervisor_started_ahead);
+    tcase_add_test(tc, journal_failure_after_prepare_runs_no_app);
 }

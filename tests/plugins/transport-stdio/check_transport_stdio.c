@@ -28,6 +28,7 @@ Suite *stdio_spawn_suite(void);
 Suite *stdio_start_suite(void);
 Suite *stdio_fds_suite(void);
 Suite *stdio_cork_suite(void);
+Suite *stdio_prepare_suite(void);
 
 /* ------------------------------------------------------------------ */
 /* Frames                                                             */
@@ -736,6 +737,7 @@ int main(void)
     srunner_add_suite(sr, stdio_start_suite());
     srunner_add_suite(sr, stdio_fds_suite());
     srunner_add_suite(sr, stdio_cork_suite());
+    srunner_add_suite(sr, stdio_prepare_suite());
     srunner_set_fork_status(sr, CK_FORK);
     srunner_run_all(sr, CK_ENV);
     failed = srunner_ntests_failed(sr);

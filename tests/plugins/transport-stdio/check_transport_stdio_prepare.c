@@ -1,0 +1,276 @@
+/*
+ * check_transport_stdio_prepare.c - a start prepared before its open (the
+ * prepare hook, ABI 1.7; plugins/transport-stdio/stdio_warm.c): the
+ * supervisor is started and waits, nothing of the App runs until the
+ * open, the open of that endpoint uses it, and one that no open uses, or
+ * whose open fails, leaves no process and no cgroup.  Same binary and
+ * test host as check_transport_stdio.c.
+ */
+#define _GNU_SOURCE
+#include "fixtures/stdio_host.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+Suite *stdio_prepare_suite(void);
+
+/* The state letter of /proc/<pid>/stat, 0 when there is no such
+ * process. */
+static char proc_state(long pid)
+{
+    char path[64], line[512], *p, st = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    if (fgets(line, sizeof line, f) && (p = strrchr(line, ')')))
+        st = p[2];
+    fclose(f);
+    return st;
+}
+
+/* Alive: a process that is not a zombie. */
+static bool alive(long pid)
+{
+    char st = proc_state(pid);
+    return st && st != 'Z' && st != 'X';
+}
+
+/* How many processes have parent ppid (and, when comm is not NULL, that
+ * comm); *last one of them. */
+static int children(long ppid, const char *comm, long *last)
+{
+    struct dirent *de;
+    int n = 0;
+    DIR *d = opendir("/proc");
+
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d)) != NULL) {
+        long pid = atol(de->d_name);
+        char path[64], buf[64];
+        FILE *f;
+
+        if (pid <= 0 || stat_field(pid, 4) != ppid)
+            continue;
+        if (comm) {
+            snprintf(path, sizeof path, "/proc/%ld/comm", pid);
+            if (!(f = fopen(path, "r")))
+                continue;
+            buf[0] = '\0';
+            if (!fgets(buf, sizeof buf, f))
+                buf[0] = '\0';
+            fclose(f);
+            buf[strcspn(buf, "\n")] = '\0';
+            if (strcmp(buf, comm) != 0)
+                continue;
+        }
+        if (!alive(pid)) /* a zombie is dead already */
+            continue;
+        n++;
+        if (last)
+            *last = pid;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The one supervisor of ours that prepare started (asserted). */
+static long prepared_supervisor(void)
+{
+    long sup = 0;
+
+    ck_assert_int_eq(children(getpid(), "aur-contain", &sup), 1);
+    return sup;
+}
+
+/* Our cgroups (aurora-mcp-<pid>-*) still there, under any cgroup2 mount. */
+static int our_cgroups(void)
+{
+    char line[1024], prefix[64];
+    int n = 0;
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+
+    ck_assert_ptr_nonnull(f);
+    snprintf(prefix, sizeof prefix, "aurora-mcp-%ld-", (long)getpid());
+    while (fgets(line, sizeof line, f)) {
+        char mnt[512], path[1100], self[600] = "";
+        struct dirent *de;
+        FILE *c;
+        DIR *d;
+
+        if (!strstr(line, " - cgroup2 ") ||
+            sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1)
+            continue;
+        if ((c = fopen("/proc/self/cgroup", "r"))) {
+            char l[640];
+            while (fgets(l, sizeof l, c))
+                if (strncmp(l, "0::", 3) == 0)
+                    snprintf(self, sizeof self, "%.*s",
+                             (int)strcspn(l + 3, "\n"), l + 3);
+            fclose(c);
+        }
+        snprintf(path, sizeof path, "%s%s", mnt, self);
+        if (!(d = opendir(path)))
+            continue;
+        while ((de = readdir(d)) != NULL)
+            n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+        closedir(d);
+    }
+    fclose(f);
+    return n;
+}
+
+/* The supervisor waits for the open: it has no child, and the App's
+ * hello never comes.  The open then uses it: the App is its child. */
+START_TEST(test_prepared_start_waits_for_open)
+{
+    struct aur_conn *c;
+    struct hello h;
+    long sup;
+
+    up();
+    ep_child("echo", NULL);
+    OPS->prepare(ST, &EP);
+    sup = prepared_supervisor();
+    sleep_ms(300);
+    ck_assert_int_eq(children(sup, NULL, NULL), 0);
+    ck_assert_int_eq(R.messages, 0);
+    c = open_ok();
+    h = wait_hello();
+    ck_assert_int_eq(supervisor_of(h.pid), sup);
+    ck_assert_int_eq(children(getpid(), "aur-contain", NULL), 1);
+    OPS->close(c, t_now() + 3000);
+    ck_assert(!proc_exists(sup)); /* reaped by the close */
+    ck_assert(!proc_exists(h.pid));
+    ck_assert_int_eq(our_cgroups(), 0);
+}
+END_TEST
+
+/* A second prepare while one waits starts nothing more. */
+START_TEST(test_prepare_twice_starts_one)
+{
+    long sup;
+
+    up();
+    ep_child("echo", NULL);
+    OPS->prepare(ST, &EP);
+    sup = prepared_supervisor();
+    OPS->prepare(ST, &EP);
+    ck_assert_int_eq(prepared_supervisor(), sup);
+    down();
+    ck_assert(!proc_exists(sup));
+}
+END_TEST
+
+/* What no open takes is undone at fini: the supervisor killed and
+ * reaped, its cgroup removed; an open of another endpoint (another
+ * pointer, the same text) starts its own and leaves it waiting. */
+START_TEST(test_unused_prepare_undone_at_fini)
+{
+    struct aur_cfg other;
+    struct aur_conn *c = NULL;
+    struct aur_error err;
+    struct hello h;
+    uint32_t caps;
+    long sup;
+
+    up();
+    ep_child("echo", NULL);
+    other = EP;
+    OPS->prepare(ST, &other);
+    sup = prepared_supervisor();
+    ck_assert_int_eq(OPS->open(ST, &EP, &SINK, t_now() + 3000, &c, &caps,
+                               &err),
+                     AUR_OK);
+    h = wait_hello();
+    ck_assert_int_ne(supervisor_of(h.pid), sup);
+    ck_assert(proc_exists(sup));
+    ck_assert_int_eq(children(sup, NULL, NULL), 0);
+    OPS->close(c, t_now() + 3000);
+    ck_assert(proc_exists(sup)); /* still waiting for its open */
+    down();
+    ck_assert(!proc_exists(sup));
+    ck_assert_int_eq(children(getpid(), "aur-contain", NULL), 0);
+    ck_assert_int_eq(our_cgroups(), 0);
+}
+END_TEST
+
+/* An open that fails after its start was prepared (the command is not
+ * there) fails as it would have, and takes the supervisor with it. */
+START_TEST(test_failed_open_undoes_prepared_start)
+{
+    struct aur_error err;
+    long sup;
+
+    up();
+    ep_child("echo", NULL);
+    EP.v[0] = "/nonexistent/aur-no-such-binary";
+    OPS->prepare(ST, &EP);
+    sup = prepared_supervisor();
+    ck_assert_int_eq(open_fails(&err), AUR_E_SPAWN);
+    ck_assert_ptr_nonnull(strstr(err.msg, "/nonexistent/aur-no-such-binary"));
+    ck_assert(!proc_exists(sup));
+    ck_assert_int_eq(children(getpid(), "aur-contain", NULL), 0);
+    ck_assert_int_eq(our_cgroups(), 0);
+    ck_assert_int_eq(R.messages, 0);
+}
+END_TEST
+
+/* A host that dies while a start waits for its open leaves nothing: the
+ * supervisor sees its lifeline end and exits, its cgroup goes. */
+START_TEST(test_prepared_start_dies_with_host)
+{
+    int pp[2];
+    long sup = 0;
+    pid_t host;
+
+    ck_assert_int_eq(pipe(pp), 0);
+    host = fork();
+    ck_assert_int_ge(host, 0);
+    if (host == 0) {
+        close(pp[0]);
+        up();
+        ep_child("echo", NULL);
+        OPS->prepare(ST, &EP);
+        sup = prepared_supervisor();
+        if (write(pp[1], &sup, sizeof sup) != (ssize_t)sizeof sup)
+            _exit(2);
+        pause();
+        _exit(0);
+    }
+    close(pp[1]);
+    ck_assert_int_eq(read(pp[0], &sup, sizeof sup), (ssize_t)sizeof sup);
+    close(pp[0]);
+    ck_assert_int_gt(sup, 1);
+    ck_assert(proc_exists(sup));
+    kill(host, SIGKILL);
+    ck_assert_int_eq(waitpid(host, NULL, 0), host);
+    /* It was the dead host's child: now its reaper's, which may leave
+     * it a zombie for a while; it must not be alive. */
+    int64_t until = t_now() + 3000;
+    while (alive(sup) && t_now() < until)
+        sleep_ms(10);
+    ck_assert_msg(!alive(sup), "prepared supervisor %ld outlived its host",
+                  sup);
+}
+END_TEST
+
+Suite *stdio_prepare_suite(void)
+{
+    Suite *s = suite_create("transport_stdio_prepare");
+    TCase *t = stdio_tcase(s, "prepare");
+
+    tcase_add_test(t, test_prepared_start_waits_for_open);
+    tcase_add_test(t, test_prepare_twice_starts_one);
+    tcase_add_test(t, test_unused_prepare_undone_at_fini);
+    tcase_add_test(t, test_failed_open_undoes_prepared_start);
+    tcase_add_test(t, test_prepared_start_dies_with_host);
+    return s;
+}

@@ -257,8 +257,8 @@ START_TEST(fd_text_names_the_limit)
 END_TEST
 
 /* Room is what RLIMIT_NOFILE leaves beside the descriptors open now:
- * with the soft limit set 10 above them, 10 more fit and 11 do not.
- * (Check forks each test: the limit dies with it.) */
+ * with the soft limit set 10 above them, 10 more fit and 11 do not;
+ * below them, none. */
 START_TEST(fd_room_counts_what_is_open)
 {
     struct rlimit rl, low;
@@ -283,9 +283,12 @@ START_TEST(fd_room_counts_what_is_open)
     close(fd); /* one more free */
     ck_assert(aur__fd_room(11));
     ck_assert(!aur__fd_room(12));
-    low.rlim_cur = 4; /* below what is open: no room at all */
+    low.rlim_cur = (rlim_t)used - 2; /* below what is open: none */
     ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
-    ck_assert(!aur__fd_room(1));
+    bool none = !aur__fd_room(1);
+    /* Check reports through descriptors of its own: the limit back. */
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    ck_assert(none);
 }
 END_TEST
 

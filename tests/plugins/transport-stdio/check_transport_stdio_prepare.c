@@ -100,7 +100,7 @@ static int our_cgroups(void)
     ck_assert_ptr_nonnull(f);
     snprintf(prefix, sizeof prefix, "aurora-mcp-%ld-", (long)getpid());
     while (fgets(line, sizeof line, f)) {
-        char mnt[512], path[1100], self[600] = "";
+        char mnt[512], path[1200], self[600] = "";
         struct dirent *de;
         FILE *c;
         DIR *d;

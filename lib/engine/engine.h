@@ -256,9 +256,10 @@ void aur__app_mark_disconnected(struct aur__app *app, int rc,
 /* mcp->tdefs and tplugins from the loaded transport plugins
  * (transports.c); AUR_E_PLUGIN when two claim one word or section. */
 int aur__transport_defs(struct aur_mcp *mcp, struct aur_error *err);
-/* The first App that will start, if its transport can prepare its open
- * (ABI 1.7) and descriptors are to spare: prepared now (transports.c). */
-void aur__transport_prepare(struct aur_mcp *mcp);
+/* a's open prepared now (ABI 1.7), if its transport can and descriptors
+ * are to spare; the host asks for its first App that will start
+ * (transports.c). */
+void aur__transport_prepare(struct aur__app *a);
 
 int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
                    struct aur_error *err);

@@ -240,6 +240,7 @@ int aur_mcp_set_world_writer(struct aur_mcp *h,
 int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
                   struct aur_error *err)
 {
+    struct aur__app *first = NULL; /* the first App that will start */
     struct aur_error local;
     int rc;
 
@@ -248,9 +249,15 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
     if (h->started)
         return aur_fail(err, AUR_E_STATE, 0, "already started");
     h->started = true;
+    for (size_t i = 0; i < h->napps && !first; i++)
+        if (h->apps[i].state == AUR__S_NOT_STARTED)
+            first = &h->apps[i];
     /* The first App's slow part (its supervisor's start) runs while the
-     * journal opens; nothing of the App runs before its open. */
-    aur__transport_prepare(h);
+     * journal opens; nothing of the App runs before its open.  Only the
+     * first: a prepared start holds this thread for its spawn, and later
+     * Apps' supervisors start while the first App starts anyway. */
+    if (first)
+        aur__transport_prepare(first);
     if (!h->have_writer) {
         rc = aur__open_journal(h->cfg, &h->journal, err);
         if (rc != AUR_OK) {
@@ -259,11 +266,8 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
         }
         /* The lifecycle commits come once the Apps have started: the
          * journal readies its first write while they do. */
-        for (size_t i = 0; i < h->napps; i++)
-            if (h->apps[i].state == AUR__S_NOT_STARTED) {
-                aur__journal_prime(h->journal);
-                break;
-            }
+        if (first)
+            aur__journal_prime(h->journal);
     }
     return aur__start_all(h, serr, err);
 }

@@ -129,21 +129,12 @@ struct json_object *aur_mcp_app_checks_jsonc(struct aur_mcp *h, const char *pack
  * descriptors" names the App). */
 #define PREPARE_FD_ROOM 64
 
-void aur__transport_prepare(struct aur_mcp *mcp)
+void aur__transport_prepare(struct aur__app *a)
 {
-    for (size_t i = 0; i < mcp->napps; i++) {
-        struct aur__app *a = &mcp->apps[i];
-        const struct aur__plugin *t = a->transport;
+    const struct aur__plugin *t = a->transport;
 
-        if (a->state != AUR__S_NOT_STARTED)
-            continue;
-        /* Only the first: its open is the first a start waits for, and
-         * a prepared start holds the opening thread for its spawn. */
-        if (t && AUR_HAS(&t->ops.t, prepare) &&
-            aur__fd_room(PREPARE_FD_ROOM)) {
-            AUR_PERTURB("startup.prepare");
-            t->ops.t.prepare(t->state, &a->cfg->endpoint);
-        }
-        return;
+    if (t && AUR_HAS(&t->ops.t, prepare) && aur__fd_room(PREPARE_FD_ROOM)) {
+        AUR_PERTURB("startup.prepare");
+        t->ops.t.prepare(t->state, &a->cfg->endpoint);
     }
 }

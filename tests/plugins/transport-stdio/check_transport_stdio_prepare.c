@@ -20,29 +20,6 @@
 
 Suite *stdio_prepare_suite(void);
 
-/* The state letter of /proc/<pid>/stat, 0 when there is no such
- * process. */
-static char proc_state(long pid)
-{
-    char path[64], line[512], *p, st = 0;
-    FILE *f;
-
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    if (!(f = fopen(path, "r")))
-        return 0;
-    if (fgets(line, sizeof line, f) && (p = strrchr(line, ')')))
-        st = p[2];
-    fclose(f);
-    return st;
-}
-
-/* Alive: a process that is not a zombie. */
-static bool alive(long pid)
-{
-    char st = proc_state(pid);
-    return st && st != 'Z' && st != 'X';
-}
-
 /* How many processes have parent ppid (and, when comm is not NULL, that
  * comm); *last one of them. */
 static int children(long ppid, const char *comm, long *last)
@@ -71,7 +48,7 @@ static int children(long ppid, const char *comm, long *last)
             if (strcmp(buf, comm) != 0)
                 continue;
         }
-        if (!alive(pid)) /* a zombie is dead already */
+        if (proc_gone(pid)) /* a zombie is dead already */
             continue;
         n++;
         if (last)
@@ -93,29 +70,28 @@ static long prepared_supervisor(void)
 /* Our cgroups (aurora-mcp-<pid>-*) still there, under any cgroup2 mount. */
 static int our_cgroups(void)
 {
-    char line[1024], prefix[64];
+    char line[1024], prefix[64], self[600] = "";
     int n = 0;
-    FILE *f = fopen("/proc/self/mountinfo", "r");
+    FILE *c, *f = fopen("/proc/self/mountinfo", "r");
 
     ck_assert_ptr_nonnull(f);
     snprintf(prefix, sizeof prefix, "aurora-mcp-%ld-", (long)getpid());
+    if ((c = fopen("/proc/self/cgroup", "r"))) { /* ours, in cgroup v2 */
+        char l[640];
+        while (fgets(l, sizeof l, c))
+            if (strncmp(l, "0::", 3) == 0)
+                snprintf(self, sizeof self, "%.*s",
+                         (int)strcspn(l + 3, "\n"), l + 3);
+        fclose(c);
+    }
     while (fgets(line, sizeof line, f)) {
-        char mnt[512], path[1200], self[600] = "";
+        char mnt[512], path[1200];
         struct dirent *de;
-        FILE *c;
         DIR *d;
 
         if (!strstr(line, " - cgroup2 ") ||
             sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1)
             continue;
-        if ((c = fopen("/proc/self/cgroup", "r"))) {
-            char l[640];
-            while (fgets(l, sizeof l, c))
-                if (strncmp(l, "0::", 3) == 0)
-                    snprintf(self, sizeof self, "%.*s",
-                             (int)strcspn(l + 3, "\n"), l + 3);
-            fclose(c);
-        }
         snprintf(path, sizeof path, "%s%s", mnt, self);
         if (!(d = opendir(path)))
             continue;
@@ -255,9 +231,9 @@ START_TEST(test_prepared_start_dies_with_host)
     /* It was the dead host's child: now its reaper's, which may leave
      * it a zombie for a while; it must not be alive. */
     int64_t until = t_now() + 3000;
-    while (alive(sup) && t_now() < until)
+    while (!proc_gone(sup) && t_now() < until)
         sleep_ms(10);
-    ck_assert_msg(!alive(sup), "prepared supervisor %ld outlived its host",
+    ck_assert_msg(proc_gone(sup), "prepared supervisor %ld outlived its host",
                   sup);
 }
 END_TEST

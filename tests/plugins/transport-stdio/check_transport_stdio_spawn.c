@@ -260,23 +260,6 @@ END_TEST
 /* The containment modes a test runs in; "cgroup" only when available. */
 static const char *const modes[] = {"auto", "process"};
 
-/* Gone: no such process, or a zombie (dead, its parent reaps it). */
-static bool proc_gone(long pid)
-{
-    char path[64], buf[512], *p;
-    FILE *f;
-    bool gone = true;
-
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return true;
-    if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')))
-        gone = p[2] == 'Z' || p[2] == 'X';
-    fclose(f);
-    return gone;
-}
-
 /* Until pid is gone, reaping orphans that come to us (bounded). */
 static bool gone_within(long pid, int ms)
 {

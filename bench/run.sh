@@ -7,8 +7,13 @@
 #                     [--no-build] [--no-sdk-server] [--no-https]
 #                     [--growth | --no-growth] [--growth-apps "1 10 100 300 1000"]
 #                     [--only REGEX] [--cpus LIST] [--timeout SECONDS]
-#                     [--no-pg]
+#                     [--no-pg] [--fast-reps K]
 # Defaults: 5 runs, 5000 calls, 100000 events, bench dir build-bench-install.
+# Each run is a round of every case, interleaved.  The startup cases of
+# tens of milliseconds (fixed-10, discover-1000 against the C fixture) run
+# K times a round (default 4), interleaved among themselves: five samples
+# of a 20 ms process put a ratio anywhere in a wide band, and their
+# verdicts sit on their lines.
 # It builds Release (no -Werror) in DIR/tree and installs it with
 # `cmake --install` into DIR/prefix, as a user would (--no-build: use what
 # is there); the CLI rows run that installed aurora-mcp with the default
@@ -34,7 +39,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 runs=5 calls=5000 events=100000 build="$root/build-bench-install"
 do_build=1 sdk_server=1 https=1 growth=1 only=. cpus= case_timeout=600 pg=1
-growth_apps="1 10 100 300 1000"
+growth_apps="1 10 100 300 1000" fast_reps=4
 while [ $# -gt 0 ]; do
     case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -51,7 +56,8 @@ while [ $# -gt 0 ]; do
     --only) only=$2; shift 2 ;;
     --cpus) cpus=$2; shift 2 ;;
     --no-pg) pg=0; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --fast-reps) fast_reps=$2; shift 2 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -283,11 +289,15 @@ fi
 results="$work/results.jsonl"
 : > "$results"
 failed=0
+fast() { [[ $1 =~ ^(fixed-10|discover-1000)$ && $2 == fixture ]]; }
 for ((r = 1; r <= runs; r++)); do
+  for ((k = 1; k <= fast_reps; k++)); do
     for c in "${cases[@]}"; do
         IFS='|' read -r scen client server cmd <<< "$c"
         [[ "$scen $client $server" =~ $only ]] || continue
-        log "run $r/$runs: $scen $client -> $server"
+        [ "$k" = 1 ] || fast "$scen" "$server" || continue
+        again=; [ "$k" = 1 ] || again=" (again, $k of $fast_reps)"
+        log "run $r/$runs$again: $scen $client -> $server"
         out="$work/out" m="$work/measure.json" quiet=
         [ "$client" != cli ] || quiet=-q
         # bench_measure: bench_measure plus the command's own peak RSS
@@ -297,14 +307,15 @@ for ((r = 1; r <= runs; r++)); do
                 > "$out" 2>> "$work/stderr.log"; then
             log "FAILED: $scen $client -> $server (see $work/stderr.log)"
             # Kept as a result: the tables show it as "failed".
-            printf '{"scen":"%s","client":"%s","server":"%s","run":%d,"failed":true}\n' \
-                "$scen" "$client" "$server" "$r" >> "$results"
+            printf '{"scen":"%s","client":"%s","server":"%s","run":%d,"rep":%d,"failed":true}\n' \
+                "$scen" "$client" "$server" "$r" "$k" >> "$results"
             failed=1
             continue
         fi
         node -e '
             const fs = require("fs");
-            const [scen, client, server, run, outf, mf] = process.argv.slice(1);
+            const [scen, client, server, run, rep, outf, mf] =
+                process.argv.slice(1);
             const text = fs.readFileSync(outf, "utf8");
             let o = {};
             const j = text.split("\n").find((l) => l.startsWith("{"));
@@ -313,9 +324,10 @@ for ((r = 1; r <= runs; r++)); do
             if (ev) Object.assign(o, { calls: +ev[1], call_ms: +ev[2] * 1000 });
             const m = JSON.parse(fs.readFileSync(mf, "utf8"));
             process.stdout.write(JSON.stringify({ ...o, scen, client, server,
-                run: +run, measure: m }) + "\n");
-        ' "$scen" "$client" "$server" "$r" "$out" "$m" >> "$results"
+                run: +run, rep: +rep, measure: m }) + "\n");
+        ' "$scen" "$client" "$server" "$r" "$k" "$out" "$m" >> "$results"
     done
+  done
 done
 
 # The world journal's throughput (issue #21): its own rounds, after the

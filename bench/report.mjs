@@ -53,7 +53,8 @@ const median = (xs) => {
 const isCalls = (s) => /^(seq|conc|events)-/.test(s);
 // The CLI prints no timing of its own: its wall is the whole process, and
 // so is the raw floor's wherever the two are compared (proc).
-const wall = (r) => r.client === 'cli' ? r.measure.wall_ms
+const proc = (r) => r.measure.wall_ms;
+const wall = (r) => r.client === 'cli' ? proc(r)
     : isCalls(r.scen) ? r.call_ms : r.start_ms;
 // Own peak RSS of the measured process (VmHWM at its exit, from
 // bench_measure), else the largest in its tree.
@@ -79,10 +80,10 @@ for (const [k, g] of groups) {
         scen, client, server, n: g.length, wall: w,
         perOp: isCalls(scen) && calls ? (w * 1000) / calls : NaN,
         cpu: median(g.map((r) => r.measure.cpu_ms)),
-        proc: median(g.map((r) => r.measure.wall_ms)),
+        proc: median(g.map(proc)),
         rss: median(g.map(rss)),
         min: Math.min(...g.map(wall)), max: Math.max(...g.map(wall)),
-        procMin: Math.min(...g.map((r) => r.measure.wall_ms)),
+        procMin: Math.min(...g.map(proc)),
         treeRss: median(g.map((r) => r.measure.tree_rss_kib)),
         selfRss: median(g.map(selfRss)),
         rows: g,
@@ -213,7 +214,7 @@ const q = (a, b) => a && b && b > 0 ? a / b : NaN;
 // round's noise moves a figure that sits near its limit; the verdict is
 // the medians'.
 const ROW = {
-    proc: (r) => r.measure.wall_ms, wall, selfRss, rss,
+    proc, wall, selfRss, rss,
     perOp: (r) => r.calls ? (wall(r) * 1000) / r.calls : NaN,
 };
 const rounds = (a, fa, b, fb) => {
@@ -225,74 +226,63 @@ const rounds = (a, fa, b, fb) => {
     return xs.length < 2 ? ''
         : `; rounds ${fmt(Math.min(...xs))}x to ${fmt(Math.max(...xs))}x`;
 };
+// a's metric fa over b's fb (ROW keys, and the stat fields of their
+// medians): the ratio x of the medians and its figure, with its rounds.
+// d: decimals of the medians, xd of the ratio.
+const vs = (a, fa, b, fb, unit, d = 1, xd = 2) => {
+    const x = q(a?.[fa], b?.[fb]);
+    return { x, fig: `${fmt(a?.[fa], d)} / ${fmt(b?.[fb], d)} ${unit} = ` +
+                     `${fmt(x, xd)}x${rounds(a, fa, b, fb)}` };
+};
 const judge = (x, pass) => Number.isFinite(x) ? pass(x) : undefined;
+const goal = (what, v, limit, pass) =>
+    target(what, v.fig, limit, judge(v.x, pass));
 {
     const c = get('discover-1000', 'cli'), r = get('discover-1000', 'raw');
     const a = get('discover-1000', 'capi');
-    let x = q(c?.proc, r?.proc);
-    target('startup + discover, 1 App x 1000 tools: CLI / raw floor (whole process)',
-           `${fmt(c?.proc, 1)} / ${fmt(r?.proc, 1)} ms = ${fmt(x)}x` +
-           rounds(c, 'proc', r, 'proc'), '≤ 2.5x', judge(x, (v) => v <= 2.5));
-    x = q(a?.wall, r?.wall);
-    target('... C API / raw floor (start phase)',
-           `${fmt(a?.wall, 1)} / ${fmt(r?.wall, 1)} ms = ${fmt(x)}x` +
-           rounds(a, 'wall', r, 'wall'), '≤ 1.5x', judge(x, (v) => v <= 1.5));
+    goal('startup + discover, 1 App x 1000 tools: CLI / raw floor (whole process)',
+       vs(c, 'proc', r, 'proc', 'ms'), '≤ 2.5x', (v) => v <= 2.5);
+    goal('... C API / raw floor (start phase)',
+       vs(a, 'wall', r, 'wall', 'ms'), '≤ 1.5x', (v) => v <= 1.5);
     const c20 = get('start-20x100', 'cli'), r20 = get('start-20x100', 'raw');
-    x = q(c20?.proc, r20?.proc);
-    target('20 Apps x 100 tools: CLI / raw floor (whole process)',
-           `${fmt(c20?.proc, 1)} / ${fmt(r20?.proc, 1)} ms = ${fmt(x)}x` +
-           rounds(c20, 'proc', r20, 'proc'), '≤ 2.5x', judge(x, (v) => v <= 2.5));
+    goal('20 Apps x 100 tools: CLI / raw floor (whole process)',
+       vs(c20, 'proc', r20, 'proc', 'ms'), '≤ 2.5x', (v) => v <= 2.5);
     const cf = get('fixed-10', 'cli'), rf = get('fixed-10', 'raw');
-    x = q(cf?.proc, rf?.proc);
-    target('fixed cost (connect + list 10 tools): CLI / raw floor (whole process)',
-           `${fmt(cf?.proc, 1)} / ${fmt(rf?.proc, 1)} ms = ${fmt(x)}x` +
-           rounds(cf, 'proc', rf, 'proc'), '≤ 2x', judge(x, (v) => v <= 2));
-    const af = get('fixed-10', 'capi');
-    x = q(af?.wall, rf?.wall);
-    target('... C API / raw floor (start phase)',
-           `${fmt(af?.wall, 1)} / ${fmt(rf?.wall, 1)} ms = ${fmt(x)}x` +
-           rounds(af, 'wall', rf, 'wall'), '(≤ 2x)', judge(x, (v) => v <= 2));
+    goal('fixed cost (connect + list 10 tools): CLI / raw floor (whole process)',
+       vs(cf, 'proc', rf, 'proc', 'ms'), '≤ 2x', (v) => v <= 2);
+    goal('... C API / raw floor (start phase)',
+       vs(get('fixed-10', 'capi'), 'wall', rf, 'wall', 'ms'), '(≤ 2x)',
+       (v) => v <= 2);
     const h = get('start-20x100', 'capi'), k = get('start-20x100', 'sdk');
     // Own peak RSS of each process (the CLI's VmHWM at exit, the raw
     // floor's): never a server's.
-    x = q(c20?.selfRss, r20?.selfRss);
-    target('peak RSS holding 20 Apps x 100 tools: CLI / raw floor (own process)',
-           `${fmt(c20?.selfRss, 0)} / ${fmt(r20?.selfRss, 0)} KiB = ${fmt(x)}x` +
-           rounds(c20, 'selfRss', r20, 'selfRss'), '≤ 2.5x', judge(x, (v) => v <= 2.5));
-    x = q(h?.rss, r20?.rss);
-    target('... C API / raw floor',
-           `${fmt(h?.rss, 0)} / ${fmt(r20?.rss, 0)} KiB = ${fmt(x)}x`, '(≤ 2.5x)', judge(x, (v) => v <= 2.5));
-    x = q(k?.rss, c20?.selfRss);
-    target('... TS SDK v2 client / CLI',
-           `${fmt(k?.rss, 0)} / ${fmt(c20?.selfRss, 0)} KiB = ${fmt(x, 1)}x`, '≥ 10x', judge(x, (v) => v >= 10));
-    x = q(k?.rss, h?.rss);
-    target('... TS SDK v2 client / C API',
-           `${fmt(k?.rss, 0)} / ${fmt(h?.rss, 0)} KiB = ${fmt(x, 1)}x`, '(≥ 10x)', judge(x, (v) => v >= 10));
+    goal('peak RSS holding 20 Apps x 100 tools: CLI / raw floor (own process)',
+       vs(c20, 'selfRss', r20, 'selfRss', 'KiB', 0), '≤ 2.5x', (v) => v <= 2.5);
+    goal('... C API / raw floor', vs(h, 'rss', r20, 'rss', 'KiB', 0),
+       '(≤ 2.5x)', (v) => v <= 2.5);
+    goal('... TS SDK v2 client / CLI', vs(k, 'rss', c20, 'selfRss', 'KiB', 0, 1),
+       '≥ 10x', (v) => v >= 10);
+    goal('... TS SDK v2 client / C API', vs(k, 'rss', h, 'rss', 'KiB', 0, 1),
+       '(≥ 10x)', (v) => v >= 10);
     const sv = [...stat.values()].find((v) => /^seq-/.test(v.scen) &&
                                             v.client === 'serve' && v.server === 'fixture');
-    const rl = sv && get(sv.scen, 'relay');
-    x = q(sv?.perOp, rl?.perOp);
     const pinned = cpus ? `pinned to ${cpus}` : 'unpinned: the limit is for a pinned run';
-    target(`\`serve\` per call, sequential: serve / relay floor (${pinned})`,
-           `${fmt(sv?.perOp, 1)} / ${fmt(rl?.perOp, 1)} µs = ${fmt(x)}x` +
-           rounds(sv, 'perOp', rl, 'perOp'), '≤ 1.1x', judge(x, (v) => v <= 1.1));
+    goal(`\`serve\` per call, sequential: serve / relay floor (${pinned})`,
+       vs(sv, 'perOp', sv && get(sv.scen, 'relay'), 'perOp', 'µs'), '≤ 1.1x',
+       (v) => v <= 1.1);
     for (const v of stat.values()) {
         const m = /^conc-(\d+)x(\d+)$/.exec(v.scen);
         if (!m || v.client !== 'serve' || v.server !== 'fixture') continue;
-        const y = get(v.scen, 'relay');
-        x = q(v.perOp, y?.perOp);
-        target(`\`serve\` per call, ${m[2]} in flight: serve / relay floor (${pinned})`,
-               `${fmt(v.perOp, 1)} / ${fmt(y?.perOp, 1)} µs = ${fmt(x)}x` +
-               rounds(v, 'perOp', y, 'perOp'), '≤ 1.3x', judge(x, (v) => v <= 1.3));
+        goal(`\`serve\` per call, ${m[2]} in flight: serve / relay floor (${pinned})`,
+           vs(v, 'perOp', get(v.scen, 'relay'), 'perOp', 'µs'), '≤ 1.3x',
+           (x) => x <= 1.3);
     }
     for (const c2 of ['cli', 'capi', 'serve']) {
-        const one = get('slowstart-1x100', c2), many = get('slowstart-20x100', c2);
-        x = q(many?.wall, one?.wall);
-        target(`20 slow-starting Apps / 1, ${CLIENT[c2]}` +
-               (c2 === 'cli' ? ' (whole process)' : ' (start phase)'),
-               `${fmt(many?.wall, 1)} / ${fmt(one?.wall, 1)} ms = ${fmt(x)}x` +
-               rounds(many, 'wall', one, 'wall'),
-               c2 === 'cli' ? '≤ 1.2x' : '(≤ 1.2x)', judge(x, (v) => v <= 1.2));
+        goal(`20 slow-starting Apps / 1, ${CLIENT[c2]}` +
+           (c2 === 'cli' ? ' (whole process)' : ' (start phase)'),
+           vs(get('slowstart-20x100', c2), 'wall', get('slowstart-1x100', c2),
+              'wall', 'ms'),
+           c2 === 'cli' ? '≤ 1.2x' : '(≤ 1.2x)', (v) => v <= 1.2);
     }
     const ev = [...stat.values()].find((v) => /^events-/.test(v.scen));
     if (ev) {
@@ -302,12 +292,9 @@ const judge = (x, pass) => Number.isFinite(x) ? pass(x) : undefined;
     }
     const hc = [...stat.values()].find((v) => /^seq-/.test(v.scen) &&
                                                v.server === 'sdk2h' && v.client === 'capi');
-    const hr = hc && get(hc.scen, 'rawh', 'sdk2h');
-    x = q(hc?.perOp, hr?.perOp);
-    target('HTTPS keep-alive, one call (sequential): C API / raw C HTTPS client',
-           `${fmt(hc?.perOp, 0)} / ${fmt(hr?.perOp, 0)} µs = ${fmt(x)}x` +
-           rounds(hc, 'perOp', hr, 'perOp'),
-           '≤ 1.3x', judge(x, (v) => v <= 1.3));
+    goal('HTTPS keep-alive, one call (sequential): C API / raw C HTTPS client',
+       vs(hc, 'perOp', hc && get(hc.scen, 'rawh', 'sdk2h'), 'perOp', 'µs', 0),
+       '≤ 1.3x', (v) => v <= 1.3);
     const g100 = get('growth-100', 'cli');
     target('100 Apps x 100 tools: CLI start (whole process), absolute',
            `${fmt(g100?.proc, 0)} ms`, '< 1000 ms',

@@ -66,6 +66,24 @@ static const char *const migrations[] = {
     "ALTER TABLE world_commit_scopes_v2 RENAME TO world_commit_scopes;"
     "CREATE INDEX world_commit_scopes_commit"
     " ON world_commit_scopes(commit_seq);",
+    /* v2 -> v3: the same table with its key's columns declared first, in
+     * the key's order.  SQLite 3.40.0 to 3.41.0 (Debian 12 has 3.40.1)
+     * report a NULL in every row's first column from PRAGMA
+     * integrity_check and quick_check when a WITHOUT ROWID table declares
+     * a non-key column before its key: the data was sound, but an
+     * operator checking the file after a crash was told it was not. */
+    "CREATE TABLE world_commit_scopes_v3("
+    " scope TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
+    " PRIMARY KEY(scope, sequence)) WITHOUT ROWID;"
+    "INSERT INTO world_commit_scopes_v3(scope, sequence, commit_seq)"
+    " SELECT scope, sequence, commit_seq FROM world_commit_scopes"
+    " ORDER BY scope, sequence;"
+    "DROP TABLE world_commit_scopes;"
+    "ALTER TABLE world_commit_scopes_v3 RENAME TO world_commit_scopes;"
+    "CREATE INDEX world_commit_scopes_commit"
+    " ON world_commit_scopes(commit_seq);",
 };
 
 #define SCHEMA_VERSION ((int64_t)AUR__ARRAY_LEN(migrations))

@@ -45,7 +45,7 @@ START_TEST(open_creates_nested)
     ck_assert_int_eq(sb.st_mode & 0077, 0);
     aur__journal_close(j);
 
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE "
                              "type = 'table' AND name IN ('world_commits',"
                              "'world_commit_scopes','world_commit_bases',"
@@ -437,10 +437,10 @@ START_TEST(newer_schema_refused)
     ck_assert_int_eq(aur__journal_open(dbpath, NULL, &j, &err), AUR_E_JOURNAL);
     ck_assert_ptr_null(j);
     ck_assert_int_eq(err.code, AUR_E_JOURNAL);
-    /* (PostgreSQL adds which database); the SQLite file is at v2 */
+    /* (PostgreSQL adds which database); the SQLite file is at v3 */
     snprintf(sql, sizeof sql,
              "journal schema version 99 is newer than supported (%d)",
-             on_pg() ? 1 : 2);
+             on_pg() ? 1 : 3);
     ck_assert_msg(strncmp(err.msg, sql, strlen(sql)) == 0, "%s", err.msg);
     /* the database is left as it was */
     snprintf(sql, sizeof sql, "SELECT version FROM %s", schema_table());

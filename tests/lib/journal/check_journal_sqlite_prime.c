@@ -90,7 +90,7 @@ START_TEST(prime_restarts_an_emptied_wal)
     wal_header(h2);
     ck_assert_msg(memcmp(h1, h2, WAL_HEADER) == 0,
                   "the write after the prime restarted the WAL");
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commits"), 2);
     ops->close(b);
     ck_assert_int_eq(wal_bytes(), 0);
@@ -158,9 +158,9 @@ START_TEST(prime_that_fails_leaves_no_transaction)
     b = backend_open();
     ops->prime(b);
     ck_assert_int_eq(wal_bytes(), 0);
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
     sql_exec("DROP TRIGGER refuse_back"); /* fails while b holds the lock */
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
     ops->close(b);
 }
 END_TEST

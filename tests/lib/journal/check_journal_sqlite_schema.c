@@ -1,10 +1,12 @@
 /*
  * check_journal_sqlite_schema.c - SQLite only: a file written by an older
- * host (schema v1: scope rows with a row id and two UNIQUE indexes) is
- * migrated to v2 (scope rows keyed by (scope, sequence), an index on
- * commit_seq) in one transaction: the commits, their scopes, sequences
- * and idempotency are as before, and a step that fails leaves the file
- * as it was, and hosts that open the file together migrate it once.
+ * host (schema v1: scope rows with a row id and two UNIQUE indexes; v2:
+ * keyed by (scope, sequence) with commit_seq declared first) is migrated
+ * to v3 (the key's columns declared first, an index on commit_seq) in one
+ * transaction: the commits, their scopes, sequences and idempotency are
+ * as before, the file passes integrity_check (the fixture's teardown), a
+ * step that fails leaves the file as it was, and hosts that open the file
+ * together migrate it once.
  */
 #include "aur_setup.h"
 
@@ -48,7 +50,35 @@ static const char v1_schema[] =
     " UNIQUE(commit_seq, scope));"
     "INSERT INTO schema_meta VALUES (1, 1);";
 
-static void make_v1(const char *extra_sql)
+/* What the v1 -> v2 step left, word for word as sqlite_master keeps it
+ * after the rename (the v2 shape, commit_seq declared first). */
+static const char v2_schema[] =
+    "CREATE TABLE schema_meta("
+    " singleton INTEGER PRIMARY KEY CHECK(singleton = 1),"
+    " version INTEGER NOT NULL);"
+    "CREATE TABLE world_commits("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " commit_id TEXT UNIQUE NOT NULL,"
+    " kind TEXT NOT NULL,"
+    " source TEXT NOT NULL,"
+    " summary TEXT NOT NULL,"
+    " occurred_at TEXT NOT NULL,"
+    " data TEXT NOT NULL);"
+    "CREATE TABLE world_commit_bases("
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
+    " scope TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " UNIQUE(commit_seq, scope));"
+    "CREATE TABLE \"world_commit_scopes\"("
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
+    " scope TEXT NOT NULL,"
+    " sequence INTEGER NOT NULL,"
+    " PRIMARY KEY(scope, sequence)) WITHOUT ROWID;"
+    "CREATE INDEX world_commit_scopes_commit"
+    " ON world_commit_scopes(commit_seq);"
+    "INSERT INTO schema_meta VALUES (1, 2);";
+
+static void make_file(const char *schema, const char *extra_sql)
 {
     static const char rows[] =
         "INSERT INTO world_commits(commit_id, kind, source, summary,"
@@ -56,7 +86,7 @@ static void make_v1(const char *extra_sql)
         " ('c1', 'k', 'src', 's1', '2026-01-01T00:00:00Z', '{\"n\":1}'),"
         " ('c2', 'k', 'src', 's2', '2026-01-01T00:00:01Z', '{\"n\":2}'),"
         " ('c3', 'k', 'src', 's3', '2026-01-01T00:00:02Z', '{\"n\":3}');"
-        "INSERT INTO world_commit_scopes VALUES"
+        "INSERT INTO world_commit_scopes(commit_seq, scope, sequence) VALUES"
         " (1, 'a', 1), (2, 'a', 2), (2, 'b', 1), (3, 'b', 2);";
     char dir[300];
     sqlite3 *db;
@@ -69,7 +99,7 @@ static void make_v1(const char *extra_sql)
     ck_assert_int_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
     ck_assert_msg(sqlite3_exec(db, "PRAGMA journal_mode=WAL;", NULL, NULL,
                                &msg) == SQLITE_OK &&
-                      sqlite3_exec(db, v1_schema, NULL, NULL, &msg) ==
+                      sqlite3_exec(db, schema, NULL, NULL, &msg) ==
                           SQLITE_OK &&
                       sqlite3_exec(db, rows, NULL, NULL, &msg) == SQLITE_OK &&
                       sqlite3_exec(db, extra_sql ? extra_sql : "", NULL,
@@ -78,7 +108,15 @@ static void make_v1(const char *extra_sql)
     sqlite3_close(db);
 }
 
-START_TEST(v1_file_migrates_to_v2)
+static void make_v1(const char *extra_sql)
+{
+    make_file(v1_schema, extra_sql);
+}
+
+/* A file of an older version, opened by this host: version 3, the scope
+ * table with its key's columns first, nothing left of a step, and the
+ * commits, idempotency and sequences as the older host left them. */
+static void migrated_file_reads_and_writes(void)
 {
     struct aur__journal *j;
     struct lines l = {0};
@@ -88,18 +126,19 @@ START_TEST(v1_file_migrates_to_v2)
     int ins = -1;
     char b[128];
 
-    make_v1(NULL);
     j = open_ok();
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
                              " 'world_commit_scopes' AND sql LIKE"
-                             " '%WITHOUT ROWID'"),
+                             " '%( scope TEXT NOT NULL, sequence INTEGER NOT"
+                             " NULL, commit_seq %WITHOUT ROWID'"),
                      1);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
                              " 'world_commit_scopes_commit'"),
                      1);
-    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
-                             " 'world_commit_scopes_v2'"),
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name"
+                             " IN ('world_commit_scopes_v2',"
+                             " 'world_commit_scopes_v3')"),
                      0);
 
     /* the commits read back as the older host wrote them */
@@ -148,6 +187,46 @@ START_TEST(v1_file_migrates_to_v2)
     aur__journal_close(j);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 7);
 }
+
+START_TEST(v1_file_migrates_to_v3)
+{
+    make_v1(NULL);
+    migrated_file_reads_and_writes();
+}
+END_TEST
+
+START_TEST(v2_file_migrates_to_v3)
+{
+    make_file(v2_schema, NULL);
+    migrated_file_reads_and_writes();
+}
+END_TEST
+
+/* The v2 -> v3 step failing on its own: the file stays a v2 file. */
+START_TEST(failed_migration_leaves_v2)
+{
+    struct aur__journal *j = (struct aur__journal *)&j;
+    struct aur_error err;
+
+    make_file(v2_schema, "CREATE TABLE world_commit_scopes_v3(x);");
+    ck_assert_int_eq(aur__journal_open(dbpath, NULL, &j, &err), AUR_E_JOURNAL);
+    ck_assert_ptr_null(j);
+    ck_assert_msg(strstr(err.msg, dbpath) &&
+                      strstr(err.msg, "world_commit_scopes_v3"),
+                  "%s", err.msg);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 4);
+    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                             " 'world_commit_scopes' AND sql LIKE"
+                             " '%( commit_seq INTEGER%'"),
+                     1);
+    /* once the obstacle is gone, the same file migrates */
+    sql_exec("DROP TABLE world_commit_scopes_v3");
+    j = open_ok();
+    ck_assert_int_eq(aur__journal_count(j), 3);
+    aur__journal_close(j);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
+}
 END_TEST
 
 /* A step that fails (here: a table of the name the step creates is
@@ -178,7 +257,7 @@ START_TEST(failed_migration_leaves_v1)
     j = open_ok();
     ck_assert_int_eq(aur__journal_count(j), 3);
     aur__journal_close(j);
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
 }
 END_TEST
 
@@ -223,12 +302,12 @@ static void hosts_together(void)
 }
 
 /* Hosts that open a v1 file at the same moment: one migrates, the others
- * wait for its write lock and find v2; all of them then write. */
+ * wait for its write lock and find v3; all of them then write. */
 START_TEST(hosts_opening_a_v1_file_together)
 {
     make_v1(NULL);
     hosts_together();
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commits"), 3 + HOSTS);
     /* every scope dense from 1: the migrated rows and the new ones */
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM (SELECT scope, COUNT(*) n,"
@@ -251,7 +330,7 @@ START_TEST(hosts_opening_a_new_file_together)
         char p[300];
         hosts_together();
         ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commits"), HOSTS);
-        ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+        ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
         ck_assert_int_eq(unlink(dbpath), 0);
         snprintf(p, sizeof p, "%s-wal", dbpath);
         (void)unlink(p);
@@ -271,8 +350,10 @@ TCase *journal_migrate_tcase(void)
     /* 30 rounds of 4 processes: 1 s here, 27 s under valgrind */
     tcase_set_timeout(tc, 20);
     if (!on_pg()) {
-        tcase_add_test(tc, v1_file_migrates_to_v2);
+        tcase_add_test(tc, v1_file_migrates_to_v3);
+        tcase_add_test(tc, v2_file_migrates_to_v3);
         tcase_add_test(tc, failed_migration_leaves_v1);
+        tcase_add_test(tc, failed_migration_leaves_v2);
         tcase_add_test(tc, hosts_opening_a_v1_file_together);
         tcase_add_test(tc, hosts_opening_a_new_file_together);
     }

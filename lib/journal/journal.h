@@ -5,8 +5,10 @@
  * and PostgreSQL, named by a postgresql:// URI and loaded on first use.
  *
  * Threads: every function may be called from any thread; one mutex per
- * handle serialises all backend work (aur__journal_follow waits without
- * it).  Ownership: commits and their strings borrowed for the call.
+ * handle serialises all backend work, aur__journal_follow's waits for new
+ * commits included (up to idle_ms each): follow on a handle no one else
+ * writes through, as the CLI's `journal --follow` does.  Ownership:
+ * commits and their strings borrowed for the call.
  */
 #ifndef AUR_JOURNAL_H
 #define AUR_JOURNAL_H

@@ -58,7 +58,7 @@ static bool data_text_ok(const char *t, size_t len)
             break;
         case '{':
         case '[':
-            if (++depth >= AUR__JOURNAL_MAX_DEPTH)
+            if (++depth > AUR__JOURNAL_MAX_DEPTH)
                 return false;
             break;
         case '}':

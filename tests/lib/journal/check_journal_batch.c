@@ -414,6 +414,42 @@ START_TEST(sqlite_close_checkpoints_into_the_file)
 }
 END_TEST
 
+/* The same with another connection open on the file (another host, a
+ * `journal --follow`, an operator's sqlite3 shell): SQLite's own close
+ * checkpoints only as the last connection, so the close must do it
+ * itself, or the last commits stay in a WAL that was never synced and an
+ * OS crash or power loss after a clean close loses them.  The other
+ * connection stays open, so the WAL is not emptied; it must hold nothing
+ * that is not in the file. */
+START_TEST(sqlite_close_checkpoints_beside_another_connection)
+{
+    struct aur__journal *j = open_ok();
+    sqlite3 *other;
+    char id[16];
+    int log = -1, done = -1;
+
+    ck_assert_int_eq(sqlite3_open_v2(dbpath, &other, SQLITE_OPEN_READONLY,
+                                     NULL),
+                     SQLITE_OK);
+    /* opened and reading: it holds the shared lock a follower holds */
+    ck_assert_int_eq(sqlite3_exec(other, "SELECT COUNT(*) FROM world_commits",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof id, "c%d", i);
+        append_ok(j, id, "all", NULL);
+    }
+    aur__journal_close(j);
+    ck_assert_int_eq(commits_in_file_alone(), 20);
+    ck_assert_int_eq(sqlite3_wal_checkpoint_v2(other, NULL,
+                                               SQLITE_CHECKPOINT_PASSIVE,
+                                               &log, &done),
+                     SQLITE_OK);
+    ck_assert_int_eq(log, done); /* every frame already copied */
+    sqlite3_close(other);
+}
+END_TEST
+
 /* The kept WAL file is emptied by a clean close, after the last
  * checkpoint: an open then has no frames to recover (SQLite checksums
  * every frame of a WAL it finds, and the close copied them all into the
@@ -603,6 +639,7 @@ Suite *journal_batch_suite(void)
     if (!on_pg()) {
         tcase_add_test(tc, sqlite_wal_stays_bounded);
         tcase_add_test(tc, sqlite_close_checkpoints_into_the_file);
+        tcase_add_test(tc, sqlite_close_checkpoints_beside_another_connection);
         tcase_add_test(tc, sqlite_close_empties_the_wal);
     }
     suite_add_tcase(s, tc);

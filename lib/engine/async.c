@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "jsonx.h"
+#include "thread.h"
 
 #include <json-c/json.h>
 #include <pthread.h>
@@ -157,7 +158,7 @@ int aur__async_submit(struct aur_mcp *h, const char *tool_id,
                       "a worker", AUR__ASYNC_QUEUE);
     } else {
         if (a->idle <= a->queued && a->nthreads < AUR__ASYNC_WORKERS &&
-            pthread_create(&a->threads[a->nthreads], NULL, worker, h) == 0)
+            aur__thread_start(&a->threads[a->nthreads], worker, h) == 0)
             a->nthreads++;
         if (a->nthreads == 0) {
             rc = aur_fail(err, AUR_E_NOMEM, EAGAIN, "cannot start a thread");

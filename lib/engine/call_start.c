@@ -35,6 +35,7 @@
 #include "engine.h"
 #include "jsonx.h"
 #include "rpc.h"
+#include "thread.h"
 
 #include <json-c/json.h>
 #include <pthread.h>
@@ -204,12 +205,7 @@ static struct aur__clock *clock_of(struct aur_mcp *h, bool *closed)
     if (!*closed && !(k = h->clock) && (k = calloc(1, sizeof *k))) {
         pthread_mutex_init(&k->mu, NULL);
         aur__mono_cond_init(&k->cv);
-        /* Signals are the embedder's: none comes to this thread. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int e = pthread_create(&k->thread, NULL, clock_main, k);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int e = aur__thread_start(&k->thread, clock_main, k);
         if (e != 0) {
             pthread_cond_destroy(&k->cv);
             pthread_mutex_destroy(&k->mu);

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "log.h"
+#include "thread.h"
 
 /* The first step of a close, quick and in order: from here late signals
  * are ignored, events arriving are refused, and calls in flight end as
@@ -125,7 +126,7 @@ void aur__close_all(struct aur_mcp *mcp, int64_t grace_ms)
         app_close_begin(&mcp->apps[i], c.dl);
     pthread_mutex_init(&c.mu, NULL);
     for (size_t i = 0; t && i + 1 < n; i++) {
-        if (pthread_create(&t[made], NULL, closer_main, &c) != 0)
+        if (aur__thread_start(&t[made], closer_main, &c) != 0)
             break;
         made++;
     }

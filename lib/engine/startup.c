@@ -31,6 +31,7 @@
 #include "engine.h"
 #include "jsonx.h"
 #include "log.h"
+#include "thread.h"
 
 #include <json-c/json.h>
 
@@ -446,7 +447,7 @@ static pthread_t *start_workers(struct aur_mcp *mcp, size_t apps, size_t *n)
     *n = 0;
     if (!want || !(t = calloc(want, sizeof *t)))
         return NULL;
-    while (*n < want && pthread_create(&t[*n], NULL, start_worker, mcp) == 0)
+    while (*n < want && aur__thread_start(&t[*n], start_worker, mcp) == 0)
         ++*n;
     return t;
 }

@@ -17,6 +17,7 @@
 #include "journal.h"
 #include "journal_commit.h"
 #include "journal_sqlite.h"
+#include "thread.h"
 
 struct aur__journal {
     pthread_mutex_t mu; /* held around every ops call */
@@ -173,14 +174,7 @@ static void *settle_main(void *arg)
 /* A thread of the journal's own, which no handler of the host's runs on. */
 static bool spawn(pthread_t *t, void *(*fn)(void *), struct aur__journal *j)
 {
-    sigset_t all, old;
-    bool ok;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    ok = pthread_create(t, NULL, fn, j) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return ok;
+    return aur__thread_start(t, fn, j) == 0;
 }
 
 void aur__journal_prime(struct aur__journal *j)

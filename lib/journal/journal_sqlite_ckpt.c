@@ -36,6 +36,7 @@
 
 #include "journal_sqlite.h"
 #include "mono.h"
+#include "thread.h"
 
 /* WAL frames after which a checkpoint is due: SQLite's own default. */
 #define CKPT_FRAMES 1000
@@ -108,7 +109,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
         return SQLITE_OK;
     pthread_mutex_lock(&ck->mu);
     if (!ck->started && !ck->failed) {
-        if (pthread_create(&ck->thread, NULL, ckpt_main, ck) == 0)
+        if (aur__thread_start(&ck->thread, ckpt_main, ck) == 0)
             ck->started = true;
         else
             ck->failed = true;

@@ -14,6 +14,7 @@
 #include "aur_perturb.h"
 #include "clock.h"
 #include "rpc_pool.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -75,7 +76,6 @@ static void *worker_main(void *arg);
 static int spawn_locked(void)
 {
     struct worker *w = NULL;
-    sigset_t all, old;
     int e;
 
     reap_locked();
@@ -84,10 +84,7 @@ static int spawn_locked(void)
     for (size_t i = 0; !w && i < AUR__POOL_MAX; i++)
         if (!pool.slot[i].used)
             w = &pool.slot[i];
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    e = pthread_create(&w->t, NULL, worker_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    e = aur__thread_start(&w->t, worker_main, w);
     if (e != 0)
         return e;
     w->used = true;

@@ -26,6 +26,7 @@
 #include "we_int.h"
 
 #include "mono.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -454,7 +455,7 @@ int we_writer_submit(struct we_session *s, const struct we_event *ev,
         if (!s->batch)
             s->batch = malloc(sizeof *s->batch);
         if (!s->batch ||
-            pthread_create(&s->thread, NULL, writer_main, s) != 0)
+            aur__thread_start(&s->thread, writer_main, s) != 0)
             rc = aur_fail(err, AUR_E_NOMEM, 0,
                           "cannot start the event writer");
         else

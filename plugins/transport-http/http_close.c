@@ -43,6 +43,7 @@
  */
 #define _GNU_SOURCE
 #include "http_int.h"
+#include "thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,7 +197,7 @@ void http_stop(struct aur_conn *c, aur_deadline dl)
         return;
     c->del_session = session;
     c->del_dl = dl;
-    e = pthread_create(&c->del_thread, NULL, delete_main, c);
+    e = aur__thread_start(&c->del_thread, delete_main, c);
     if (e == 0) {
         c->del_started = true;
         return;

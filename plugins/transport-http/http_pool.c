@@ -11,6 +11,7 @@
 #include "http_int.h"
 
 #include "mono.h"
+#include "thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ static void *stream_main(void *arg)
 
 bool http_start_worker_locked(struct aur_conn *c)
 {
-    if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0)
+    if (aur__thread_start(&c->workers[c->nworkers], worker_main, c) != 0)
         return false;
     c->nworkers++;
     return true;
@@ -197,7 +198,7 @@ int http_start_stream_locked(struct aur_conn *c, struct http_job *j,
     if (c->nstreams >= MAX_STREAMS)
         return aur_fail(err, AUR_E_LIMIT, 0, "more than %d HTTP streams",
                         MAX_STREAMS);
-    e = pthread_create(&j->thread, NULL, stream_main, j);
+    e = aur__thread_start(&j->thread, stream_main, j);
     if (e != 0)
         return aur_fail(err, AUR_E_NOMEM, e, "cannot start a thread");
     j->next = c->streams;

@@ -18,6 +18,7 @@
 #include "stdio_int.h"
 
 #include "aur_perturb.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -355,7 +356,6 @@ static bool timed_wait(struct stdio_spawner *sp, int64_t until)
  * its socket is made first, so that its table has a copy.  mu held. */
 static int ensure_thread(struct stdio_spawner *sp, const char **step)
 {
-    sigset_t all, old;
     int sv[2], rc;
 
     if (sp->running)
@@ -368,10 +368,7 @@ static int ensure_thread(struct stdio_spawner *sp, const char **step)
         sp->sock_sp = sv[1];
     }
     *step = "start the spawner thread";
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&sp->thread, NULL, spawner_main, sp);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = aur__thread_start(&sp->thread, spawner_main, sp);
     if (rc == 0)
         sp->running = true;
     return rc;

@@ -12,6 +12,7 @@
 #include "stdio_int.h"
 
 #include "fdlimit.h"
+#include "thread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -341,7 +342,7 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
     ch->pidfd = (int)syscall(SYS_pidfd_open, ch->pid, 0);
     if (ch->pidfd < 0)
         ch->pidfd = -1; /* old kernel: the thread polls waitid */
-    rc = pthread_create(&ch->thread, NULL, stdio_io_main, ch);
+    rc = aur__thread_start(&ch->thread, stdio_io_main, ch);
     if (rc != 0) {
         kill_now(ch);
         code = aur_fail(err, AUR_E_NOMEM, rc,

@@ -8,7 +8,9 @@
 #include <aurora/aur_host.h>
 #include <check.h>
 #include <json-c/json.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +295,94 @@ START_TEST(journal_primed_while_apps_start)
 }
 END_TEST
 
+/* The threads of this process other than the calling one: each must
+ * block these signals (SigBlk in /proc/self/task/<tid>/status).  How many
+ * were checked. */
+static int threads_block_signals(void)
+{
+    static const int sigs[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGUSR1, SIGUSR2,
+                               SIGPIPE, SIGALRM, SIGTERM, SIGCHLD};
+    long self = (long)gettid();
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *de;
+
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d)) != NULL) {
+        long tid = atol(de->d_name);
+        char path[96], line[256], comm[64] = "?";
+        unsigned long long blk = 0;
+        bool found = false;
+        FILE *f;
+
+        if (tid <= 0 || tid == self)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+        if (!(f = fopen(path, "r")))
+            continue; /* it ended */
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "Name:", 5) == 0)
+                sscanf(line + 5, " %63s", comm);
+            if (sscanf(line, "SigBlk: %llx", &blk) == 1)
+                found = true;
+        }
+        fclose(f);
+        if (!found)
+            continue;
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+            ck_assert_msg(blk & (1ull << (sigs[i] - 1)),
+                          "thread %ld (%s) does not block signal %d "
+                          "(SigBlk %llx)", tid, comm, sigs[i], blk);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void call_done(void *ud, const struct aur_tool_output *out)
+{
+    (void)out;
+    __atomic_store_n((int *)ud, 1, __ATOMIC_RELEASE);
+}
+
+/* Signals are the embedding program's: every thread the library and its
+ * plugins start blocks them all, whatever the mask of the thread that
+ * called the API, so the embedder's handlers (a runtime's SIGINT, a
+ * server's SIGTERM) never run on a thread of ours.  Started here from a
+ * thread that blocks nothing; the threads left running (the spawner, the
+ * App's I/O thread, the journal's) are checked, before and after a call
+ * (which starts the call machinery's threads). */
+START_TEST(library_threads_block_signals)
+{
+    const char *args[] = {"--era", "modern", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h = NULL;
+    sigset_t none;
+
+    sigemptyset(&none);
+    ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &none, NULL), 0);
+    add_fixture("a.ini", "org.test.sig", 10, args);
+    ck_assert_int_eq(start(&h, &serr), AUR_OK);
+    ck_assert_int_ge(threads_block_signals(), 2);
+    ck_assert_uint_gt(aur_mcp_tool_count(h), 0);
+    const char *tool = aur_mcp_tool_at(h, 0)->id;
+    struct aur_tool_output out = {.struct_size = sizeof out};
+    struct aur_error err;
+    int done = 0;
+    ck_assert_int_eq(aur_mcp_call(h, tool, NULL, 0, -1, &out), AUR_OK);
+    ck_assert_int_eq(out.status, AUR_CALL_SUCCEEDED);
+    aur_tool_output_clear(&out);
+    ck_assert_int_eq(aur_mcp_call_async(h, tool, NULL, 0, -1, call_done,
+                                        &done, &err),
+                     AUR_OK);
+    H_WAIT_UNTIL(__atomic_load_n(&done, __ATOMIC_ACQUIRE), 10000, 5);
+    ck_assert_int_eq(__atomic_load_n(&done, __ATOMIC_ACQUIRE), 1);
+    /* the async call's thread, the call machinery's */
+    ck_assert_int_ge(threads_block_signals(), 3);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 /* A process that is there and not a zombie. */
 static bool alive(long pid)
 {
@@ -396,6 +486,7 @@ void startup_world_tests(TCase *tc)
     tcase_add_test(tc, master_switch_off_starts_nothing);
     tcase_add_test(tc, runtime_brings_its_own_world_writer);
     tcase_add_test(tc, journal_primed_while_apps_start);
+    tcase_add_test(tc, library_threads_block_signals);
     tcase_add_test(tc, first_app_supervisor_started_ahead);
     tcase_add_test(tc, journal_failure_after_prepare_runs_no_app);
 }

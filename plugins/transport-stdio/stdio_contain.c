@@ -511,6 +511,15 @@ static int place_fds(const int *src, int *err_fd)
     return 0;
 }
 
+/* The App's cgroup, in dir (the descriptor a->cg_dir has until the
+ * slots are placed, FD_CGDIR after), removed by a supervisor whose host
+ * is gone before it forked the App: empty, and no one else will. */
+static void drop_cgroup(const struct stdio_shim_args *a, int dir)
+{
+    if (a->cg_dir >= 0 && a->cg_name[0])
+        (void)stdio_cgroup_remove(dir, a->cg_name);
+}
+
 void stdio_shim_setup(struct stdio_shim_args *a)
 {
     sigset_t all, sigs;
@@ -537,8 +546,10 @@ void stdio_shim_setup(struct stdio_shim_args *a)
     if (stdio_shim_prctl(PR_SET_PDEATHSIG, SIGHUP) != 0)
         goto fail;
     /* The host may have died before prctl took effect. */
-    if (getppid() != a->host)
+    if (getppid() != a->host) {
+        drop_cgroup(a, a->cg_dir);
         _exit(127);
+    }
     if (setpgid(0, 0) != 0 ||
         stdio_shim_prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
         goto fail;
@@ -571,6 +582,11 @@ void stdio_shim_setup(struct stdio_shim_args *a)
 fail:
     put_errno(err_fd, errno);
     _exit(127);
+}
+
+void stdio_shim_abandon(const struct stdio_shim_args *a)
+{
+    drop_cgroup(a, FD_CGDIR);
 }
 
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a)

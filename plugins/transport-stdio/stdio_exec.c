@@ -163,7 +163,6 @@ static int frame(const struct stdio_exec_job *j,
     e = aur__buf_put(b, &len, sizeof len, STDIO_FRAME_MAX);
     PUT(j->path);
     PUT(j->cwd ? j->cwd : "");
-    PUT(a->cg_name);
     PUT(a->cg_required ? "1" : "0");
     snprintf(n, sizeof n, "%zu", argc);
     PUT(n);
@@ -189,6 +188,7 @@ static int finish_job(struct stdio_exec_job *j)
 {
     struct aur__buf fr = {0};
     struct pollfd pf;
+    bool lost = false;
     int e;
     ssize_t n;
 
@@ -201,8 +201,10 @@ static int finish_job(struct stdio_exec_job *j)
         aur__nosigpipe_end(&ns, w < 0 && errno == EPIPE);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
-            break; /* it died: the status pipe says how */
+        if (w <= 0) {
+            lost = true; /* it died: the status pipe says how */
+            break;
+        }
         off += (size_t)w;
     }
     free(fr.p);
@@ -229,6 +231,13 @@ static int finish_job(struct stdio_exec_job *j)
             while (n < 0 && errno == EINTR);
             if (n != (ssize_t)sizeof e)
                 e = n == 0 ? 0 : EIO;
+            /* ... unless it never had its frame: then its EOF says only
+             * that it is gone (killed before it could say more), and the
+             * App never ran. */
+            if (n == 0 && lost) {
+                e = EPIPE;
+                j->step = STDIO_STEP_LOST_FRAME;
+            }
         }
     } else {
         j->step = "build the supervisor's frame";

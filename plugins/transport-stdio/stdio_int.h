@@ -403,13 +403,18 @@ bool stdio_fd_own_table(int *keep, size_t n);
 /* The supervisor is its own program, "aur-contain" beside the plugin
  * (STDIO_SUPERVISOR), started with posix_spawn.  Its command line:
  *   aur-contain TITLE HOSTPID IN OUT ERR STATUS LIFE CGPROCS CGKILL
- *               CGEVENTS CGDIR
- * (descriptor numbers, -1 for none).  Everything else, which may be
+ *               CGEVENTS CGDIR CGNAME
+ * (descriptor numbers, -1 for none; CGNAME the App's cgroup in CGDIR, ""
+ * for none: on the command line, so that a supervisor whose host dies
+ * before its frame can still remove it).  Everything else, which may be
  * secret (the App's environment), comes over LIFE as one frame the host
- * writes right after the spawn: a 4-byte length in host byte order, then
- * NUL-ended fields: path, cwd ("" = the host's), cgroup name,
- * cg_required ("0"/"1"), argc, argv[0..argc), envc, envp[0..envc). */
+ * writes when the App opens: a 4-byte length in host byte order, then
+ * NUL-ended fields: path, cwd ("" = the host's), cg_required ("0"/"1"),
+ * argc, argv[0..argc), envc, envp[0..envc). */
 #define STDIO_SUPERVISOR "aur-contain"
+/* stdio_exec_job.step when the supervisor was gone before its frame:
+ * the start failed and the App never ran (stdio_spawn.c says so). */
+#define STDIO_STEP_LOST_FRAME "hand the supervisor its frame (it had exited)"
 #define STDIO_FRAME_MAX ((size_t)16 << 20)
 /* The host's stop on the lifeline, after the frame: STDIO_STOP_MSG, then
  * two uint32 (host byte order): ms from now to SIGTERM, ms to the kill. */
@@ -423,6 +428,10 @@ bool stdio_fd_own_table(int *keep, size_t n);
  * are FD_STATUS and FD_LIFE afterwards).  On failure it reports on the
  * status pipe and exits 127. */
 void stdio_shim_setup(struct stdio_shim_args *a);
+/* The supervisor's end when its frame never comes (the host is gone):
+ * it removes the App's cgroup, which nothing was forked into, since no
+ * one else will. */
+void stdio_shim_abandon(const struct stdio_shim_args *a);
 /* The supervisor's life once its frame is read: the App forked, then
  * watched until it ends.  Never returns. */
 _Noreturn void stdio_shim_main(const struct stdio_shim_args *a);
@@ -445,7 +454,8 @@ const char *stdio_read_stat(long pid, char *buf, size_t size);
 int64_t stdio_mono_ms(void);
 
 /* SIGKILL our child pid and reap it (a supervisor that never got to fork
- * its App: nothing else of it to wait for). */
+ * its App: nothing else of it to wait for); nothing when it is no longer
+ * a child of ours to reap (then the pid may be another process's). */
 void stdio_kill_reap(pid_t pid);
 
 /* ---- stdio_descend.c: the supervisor's descendants ----------------- */

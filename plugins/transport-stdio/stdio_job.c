@@ -64,7 +64,7 @@ static int spawn_supervisor(struct stdio_spawner *sp,
                        a->fd_status, a->fd_life,  a->cg_procs,
                        a->cg_kill,   a->cg_events, a->cg_dir};
     char num[11][16], t[sizeof a->title];
-    char *argv[13], *envp[] = {NULL};
+    char *argv[14], *envp[] = {NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t all;
@@ -79,7 +79,8 @@ static int spawn_supervisor(struct stdio_spawner *sp,
         snprintf(num[i + 1], sizeof num[i + 1], "%d", fds[i]);
         argv[i + 3] = num[i + 1];
     }
-    argv[12] = NULL;
+    argv[12] = (char *)(a->cg_dir >= 0 ? a->cg_name : "");
+    argv[13] = NULL;
     if ((e = posix_spawn_file_actions_init(&fa)) != 0)
         return e;
     if ((e = posix_spawnattr_init(&at)) != 0) {

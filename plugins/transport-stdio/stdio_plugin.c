@@ -214,8 +214,13 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
         return aur_fail(err, AUR_E_NOMEM, 0, "cannot create a cond");
     }
     rc = conn_parse(c, endpoint, err);
-    if (rc == AUR_OK)
+    if (rc == AUR_OK) {
         rc = stdio_child_start(c, &c->child, dl, err);
+    } else { /* a start prepared for it goes with the failed open */
+        struct stdio_warm w;
+        if (stdio_warm_take(st, endpoint, &w))
+            stdio_warm_undo(&w);
+    }
     if (rc != AUR_OK) {
         conn_free(c);
         return rc;

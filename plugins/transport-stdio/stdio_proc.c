@@ -93,6 +93,13 @@ int64_t stdio_mono_ms(void)
 
 void stdio_kill_reap(pid_t pid)
 {
+    siginfo_t si;
+
+    /* Only while it is still ours to reap, so its pid is still its own:
+     * a child that was reaped elsewhere (an embedder that ignores SIGCHLD,
+     * or reaps every child) left a pid another process may have now. */
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return;
     kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;

@@ -329,6 +329,11 @@ int stdio_child_start(struct aur_conn *c, struct stdio_child **out,
                             "%s: %s: cannot start '%s' (%s)", c->package,
                             aur__fd_text(rc, fb, sizeof fb), c->command,
                             step ? step : "spawn");
+        else if (step && strcmp(step, STDIO_STEP_LOST_FRAME) == 0)
+            code = aur_fail(err, AUR_E_SPAWN, rc,
+                            "%s: cannot start '%s': its supervisor exited "
+                            "before it took the App's command (killed?); "
+                            "the App never ran", c->package, c->command);
         else
             code = aur_fail(err, AUR_E_SPAWN, rc,
                             "%s: cannot start '%s': %s", c->package,

@@ -86,7 +86,7 @@ static char **vector(const char **p, const char *end)
 static int read_frame(struct stdio_shim_args *a, char **buf)
 {
     uint32_t len;
-    const char *p, *end, *cg, *req;
+    const char *p, *end, *req;
     int e;
 
     if ((e = read_all(a->fd_life, &len, sizeof len)) != 0)
@@ -100,13 +100,11 @@ static int read_frame(struct stdio_shim_args *a, char **buf)
     p = *buf;
     end = *buf + len;
     if (!(a->path = field(&p, end)) || !(a->cwd = field(&p, end)) ||
-        !(cg = field(&p, end)) || !(req = field(&p, end)) ||
-        strlen(cg) >= sizeof a->cg_name ||
-        !(a->argv = vector(&p, end)) || !(a->envp = vector(&p, end)))
+        !(req = field(&p, end)) || !(a->argv = vector(&p, end)) ||
+        !(a->envp = vector(&p, end)))
         return EINVAL;
     if (!a->cwd[0])
         a->cwd = NULL;
-    memcpy(a->cg_name, cg, strlen(cg) + 1);
     a->cg_required = strcmp(req, "1") == 0;
     return 0;
 }
@@ -136,7 +134,7 @@ int main(int argc, char **argv)
     int e;
 
     memset(&a, 0, sizeof a);
-    if (argc != 12)
+    if (argc != 13 || strlen(argv[12]) >= sizeof a.cg_name)
         return 127; /* not started by transport-stdio */
     for (int i = 0; i < 10; i++)
         if (num(argv[i + 2], &v[i]) != 0 || v[i] < -1 || v[i] > INT32_MAX)
@@ -154,10 +152,12 @@ int main(int argc, char **argv)
     if (a.fd_status < 0 || a.fd_life < 0)
         return 127;
     snprintf(a.title, sizeof a.title, "%s", argv[1]);
+    memcpy(a.cg_name, argv[12], strlen(argv[12]) + 1);
     /* Everything that needs no frame first: a start prepared before
      * its open waits for the frame here, ready to fork at once. */
     stdio_shim_setup(&a);
     if ((e = read_frame(&a, &buf)) != 0) {
+        stdio_shim_abandon(&a);
         while (write(a.fd_status, &e, sizeof e) < 0 && errno == EINTR)
             ;
         return 127;

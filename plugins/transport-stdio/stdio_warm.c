@@ -17,10 +17,11 @@
  * to stdio_spawner_run).  One slot: a prepare while one waits does
  * nothing.  A slot that no open takes is undone at fini (the supervisor
  * killed and reaped, its cgroup removed); a host that dies first closes
- * the lifeline, and the supervisor exits on its EOF as every supervisor
- * that never got its frame does (docs/containment.md).  What fails here
- * is not reported: open then starts the App the usual way and reports
- * what fails there.
+ * the lifeline, and the supervisor removes the App's cgroup and exits on
+ * its EOF, as every supervisor that never got its frame does
+ * (docs/containment.md).  What fails here is not reported: open then
+ * starts the App the usual way and reports what fails there, and so it
+ * does when the supervisor died while it waited (stdio_warm_take).
  *
  * Thread rules: prepare runs on the host's starting thread, take on an
  * opening thread, fini on the host's last; st->warm_mu guards the slot.
@@ -29,6 +30,7 @@
 #include "stdio_int.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
 
 /* The spawner answers within this, or the start is left to open. */
 #define PREPARE_WAIT_MS 1000
@@ -102,6 +104,23 @@ bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
     pthread_mutex_unlock(&st->warm_mu);
     if (!w)
         return false;
+    /* A supervisor that died while it waited (killed, say, while the
+     * journal opened) would take the frame to the grave and the App
+     * would be blamed for it: start afresh instead.  WNOWAIT leaves it to
+     * the undo to reap; none to wait for at all (reaped elsewhere) is as
+     * dead. */
+    siginfo_t si = {0};
+    if (waitid(P_PID, (id_t)w->job.pid, &si, WEXITED | WNOHANG | WNOWAIT) !=
+            0 ||
+        si.si_pid != 0) {
+        st->host->log(st->self, AUR_LOG_DEBUG,
+                      "%s: the supervisor started ahead had exited; "
+                      "starting another", st->host->cfg_str(endpoint,
+                                                            "package", ""));
+        stdio_warm_undo(w);
+        free(w);
+        return false;
+    }
     *out = *w;
     free(w);
     return true;

@@ -56,14 +56,16 @@ CFLAGS="-std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
 PKG_CFLAGS=$(pkg-config --cflags json-c inih sqlite3 libcurl) || exit 2
 PKG_LIBS=$(pkg-config --libs json-c inih sqlite3 libcurl) || exit 2
 
-# The core sources each target needs, compiled straight into it.
+# The core sources each target needs, compiled straight into it; every
+# lib/aurx rule with them, so that a module that comes to use another one
+# still links here (fuzz_rpc_frames did not, once rpc_pool.c started its
+# workers through aurx/thread.c).
 sources() {
     local c=$ROOT/lib p=$ROOT/plugins
     case $1 in
-    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" ;;
+    fuzz_json) echo "$ROOT/fuzz/fuzz_json.c $c/jsonx/*.c $c/aurx/*.c" ;;
     fuzz_names)
-        echo "$ROOT/fuzz/fuzz_names.c $c/names/*.c" \
-            "$c/aurx/env_rule.c $c/aurx/utf8.c" ;;
+        echo "$ROOT/fuzz/fuzz_names.c $c/names/*.c $c/aurx/*.c" ;;
     fuzz_config | fuzz_config_split)
         echo "$ROOT/fuzz/fuzz_config.c $ROOT/fuzz/fuzz_transports*.c" \
             "$c/config/*.c $c/names/*.c $c/aurx/*.c" \
@@ -71,26 +73,24 @@ sources() {
             "$p/transport-http/http_config.c $p/transport-http/http_keys.c" \
             "$p/transport-http/http_url.c" ;;
     fuzz_rpc_frames)
-        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c" \
-            "$c/aurx/utf8.c $c/aurx/mono.c $c/aurx/grow.c" \
-            "$c/aurx/nosigpipe.c $c/rpc/*.c $c/base/*.c $c/engine/call_reply.c" \
-            "$c/engine/util.c" ;;
+        echo "$ROOT/fuzz/fuzz_rpc_frames.c $c/jsonx/*.c $c/aurx/*.c" \
+            "$c/rpc/*.c $c/base/*.c $c/engine/call_reply.c $c/engine/util.c" ;;
     fuzz_call_reply)
-        echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" \
+        echo "$ROOT/fuzz/fuzz_call_reply.c $c/jsonx/*.c $c/aurx/*.c" \
             "$c/engine/call_reply.c $c/engine/util.c" ;;
     fuzz_serve_request)
         echo "$ROOT/fuzz/fuzz_serve_request.c $ROOT/cli/serve_request.c" \
-            "$c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" ;;
+            "$c/jsonx/*.c $c/aurx/*.c" ;;
     fuzz_sse)
-        echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c $c/aurx/grow.c" ;;
+        echo "$ROOT/fuzz/fuzz_sse.c $p/transport-http/http_sse.c $c/aurx/*.c" ;;
     fuzz_url)
         echo "$ROOT/fuzz/fuzz_url.c $p/transport-http/http_url.c" ;;
     fuzz_scope)
         echo "$ROOT/fuzz/fuzz_scope.c $p/ext-tool-contract/tc_scope.c" \
-            "$p/ext-tool-contract/tc_plugin.c $c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c" ;;
+            "$p/ext-tool-contract/tc_plugin.c $c/jsonx/*.c $c/aurx/*.c" ;;
     fuzz_event)
         echo "$ROOT/fuzz/fuzz_event.c $p/ext-world-events/we_validate.c" \
-            "$c/jsonx/*.c $c/aurx/utf8.c $c/aurx/grow.c $c/aurx/rfc3339.c" ;;
+            "$c/jsonx/*.c $c/aurx/*.c" ;;
     *) return 1 ;;
     esac
 }

@@ -21,54 +21,47 @@
 
 #include "journal_fixture.h"
 
+/* The tables every version shares, word for word as the first migration
+ * wrote them. */
+#define COMMIT_TABLES                                                       \
+    "CREATE TABLE schema_meta("                                            \
+    " singleton INTEGER PRIMARY KEY CHECK(singleton = 1),"                 \
+    " version INTEGER NOT NULL);"                                          \
+    "CREATE TABLE world_commits("                                          \
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"                              \
+    " commit_id TEXT UNIQUE NOT NULL,"                                     \
+    " kind TEXT NOT NULL,"                                                 \
+    " source TEXT NOT NULL,"                                               \
+    " summary TEXT NOT NULL,"                                              \
+    " occurred_at TEXT NOT NULL,"                                          \
+    " data TEXT NOT NULL);"
+#define BASES_TABLE                                                         \
+    "CREATE TABLE world_commit_bases("                                     \
+    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"          \
+    " scope TEXT NOT NULL,"                                                \
+    " sequence INTEGER NOT NULL,"                                          \
+    " UNIQUE(commit_seq, scope));"
+
 /* The file as a v1 host created it: its schema, word for word, and three
  * commits, ids c1 to c3, scopes {a}, {a, b} and {b}.  A copy of the first
  * migration on purpose: that is the shipped format, and the test must
  * keep reading it if the step were ever edited (which its rule forbids). */
 static const char v1_schema[] =
-    "CREATE TABLE schema_meta("
-    " singleton INTEGER PRIMARY KEY CHECK(singleton = 1),"
-    " version INTEGER NOT NULL);"
-    "CREATE TABLE world_commits("
-    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " commit_id TEXT UNIQUE NOT NULL,"
-    " kind TEXT NOT NULL,"
-    " source TEXT NOT NULL,"
-    " summary TEXT NOT NULL,"
-    " occurred_at TEXT NOT NULL,"
-    " data TEXT NOT NULL);"
+    COMMIT_TABLES
     "CREATE TABLE world_commit_scopes("
     " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
     " scope TEXT NOT NULL,"
     " sequence INTEGER NOT NULL,"
     " UNIQUE(scope, sequence),"
     " UNIQUE(commit_seq, scope));"
-    "CREATE TABLE world_commit_bases("
-    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
-    " scope TEXT NOT NULL,"
-    " sequence INTEGER NOT NULL,"
-    " UNIQUE(commit_seq, scope));"
+    BASES_TABLE
     "INSERT INTO schema_meta VALUES (1, 1);";
 
 /* What the v1 -> v2 step left, word for word as sqlite_master keeps it
  * after the rename (the v2 shape, commit_seq declared first). */
 static const char v2_schema[] =
-    "CREATE TABLE schema_meta("
-    " singleton INTEGER PRIMARY KEY CHECK(singleton = 1),"
-    " version INTEGER NOT NULL);"
-    "CREATE TABLE world_commits("
-    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " commit_id TEXT UNIQUE NOT NULL,"
-    " kind TEXT NOT NULL,"
-    " source TEXT NOT NULL,"
-    " summary TEXT NOT NULL,"
-    " occurred_at TEXT NOT NULL,"
-    " data TEXT NOT NULL);"
-    "CREATE TABLE world_commit_bases("
-    " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
-    " scope TEXT NOT NULL,"
-    " sequence INTEGER NOT NULL,"
-    " UNIQUE(commit_seq, scope));"
+    COMMIT_TABLES
+    BASES_TABLE
     "CREATE TABLE \"world_commit_scopes\"("
     " commit_seq INTEGER NOT NULL REFERENCES world_commits(seq),"
     " scope TEXT NOT NULL,"

@@ -39,7 +39,6 @@
 
 #include <json-c/json.h>
 #include <pthread.h>
-#include <signal.h>
 
 struct acall {
     struct aur__call c;

@@ -9,7 +9,6 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <json-c/json.h>
@@ -171,22 +170,16 @@ static void *settle_main(void *arg)
     return locked(j, j->ops->settle);
 }
 
-/* A thread of the journal's own, which no handler of the host's runs on. */
-static bool spawn(pthread_t *t, void *(*fn)(void *), struct aur__journal *j)
-{
-    return aur__thread_start(t, fn, j) == 0;
-}
-
 void aur__journal_prime(struct aur__journal *j)
 {
     if (j && j->ops->prime && !j->priming)
-        j->priming = spawn(&j->primer, prime_main, j);
+        j->priming = aur__thread_start(&j->primer, prime_main, j) == 0;
 }
 
 void aur__journal_settle(struct aur__journal *j)
 {
     if (j && j->ops->settle && !j->settling)
-        j->settling = spawn(&j->settler, settle_main, j);
+        j->settling = aur__thread_start(&j->settler, settle_main, j) == 0;
 }
 
 void aur__journal_close(struct aur__journal *j)

@@ -17,7 +17,6 @@
 #include "thread.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 

@@ -453,6 +453,9 @@ const char *stdio_read_stat(long pid, char *buf, size_t size);
 /* Monotonic milliseconds (async-signal-safe: clock_gettime only). */
 int64_t stdio_mono_ms(void);
 
+/* Our child pid: 1 running, 0 exited and not yet reaped, -1 no child of
+ * ours to reap (reaped elsewhere: the pid may be another process's). */
+int stdio_child_state(pid_t pid);
 /* SIGKILL our child pid and reap it (a supervisor that never got to fork
  * its App: nothing else of it to wait for); nothing when it is no longer
  * a child of ours to reap (then the pid may be another process's). */

@@ -91,14 +91,22 @@ int64_t stdio_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int stdio_child_state(pid_t pid)
+{
+    siginfo_t si = {0};
+
+    /* WNOWAIT: looked at, left to be reaped */
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return -1;
+    return si.si_pid == 0 ? 1 : 0;
+}
+
 void stdio_kill_reap(pid_t pid)
 {
-    siginfo_t si;
-
     /* Only while it is still ours to reap, so its pid is still its own:
      * a child that was reaped elsewhere (an embedder that ignores SIGCHLD,
      * or reaps every child) left a pid another process may have now. */
-    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+    if (stdio_child_state(pid) < 0)
         return;
     kill(pid, SIGKILL);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)

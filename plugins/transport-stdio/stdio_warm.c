@@ -30,7 +30,6 @@
 #include "stdio_int.h"
 
 #include <stdlib.h>
-#include <sys/wait.h>
 
 /* The spawner answers within this, or the start is left to open. */
 #define PREPARE_WAIT_MS 1000
@@ -106,13 +105,8 @@ bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
         return false;
     /* A supervisor that died while it waited (killed, say, while the
      * journal opened) would take the frame to the grave and the App
-     * would be blamed for it: start afresh instead.  WNOWAIT leaves it to
-     * the undo to reap; none to wait for at all (reaped elsewhere) is as
-     * dead. */
-    siginfo_t si = {0};
-    if (waitid(P_PID, (id_t)w->job.pid, &si, WEXITED | WNOHANG | WNOWAIT) !=
-            0 ||
-        si.si_pid != 0) {
+     * would be blamed for it: start afresh instead (the undo reaps it). */
+    if (stdio_child_state(w->job.pid) != 1) {
         st->host->log(st->self, AUR_LOG_DEBUG,
                       "%s: the supervisor started ahead had exited; "
                       "starting another", st->host->cfg_str(endpoint,

@@ -195,62 +195,60 @@ START_TEST(v2_file_migrates_to_v3)
 }
 END_TEST
 
-/* The v2 -> v3 step failing on its own: the file stays a v2 file. */
-START_TEST(failed_migration_leaves_v2)
+/* A step that fails (here: the table obstacle, of the name the step
+ * creates, is already there) is refused, naming the file and the table,
+ * and undone whole: the file is still at version, with its four scope
+ * rows and the scope table whose sql is LIKE shape. */
+static void refused_whole(const char *obstacle, int version,
+                          const char *shape)
 {
     struct aur__journal *j = (struct aur__journal *)&j;
     struct aur_error err;
+    char sql[256];
 
-    make_file(v2_schema, "CREATE TABLE world_commit_scopes_v3(x);");
     ck_assert_int_eq(aur__journal_open(dbpath, NULL, &j, &err), AUR_E_JOURNAL);
     ck_assert_ptr_null(j);
-    ck_assert_msg(strstr(err.msg, dbpath) &&
-                      strstr(err.msg, "world_commit_scopes_v3"),
-                  "%s", err.msg);
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 2);
+    ck_assert_msg(strstr(err.msg, dbpath) && strstr(err.msg, obstacle), "%s",
+                  err.msg);
+    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), version);
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 4);
-    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
-                             " 'world_commit_scopes' AND sql LIKE"
-                             " '%( commit_seq INTEGER%'"),
-                     1);
-    /* once the obstacle is gone, the same file migrates */
-    sql_exec("DROP TABLE world_commit_scopes_v3");
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM sqlite_master WHERE name"
+             " = 'world_commit_scopes' AND sql LIKE '%s'", shape);
+    ck_assert_int_eq(sql_int(sql), 1);
+}
+
+/* Once the obstacle is gone, the same file migrates. */
+static void migrates_once_cleared(const char *obstacle)
+{
+    struct aur__journal *j;
+    char sql[128];
+
+    snprintf(sql, sizeof sql, "DROP TABLE %s", obstacle);
+    sql_exec(sql);
     j = open_ok();
     ck_assert_int_eq(aur__journal_count(j), 3);
     aur__journal_close(j);
     ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
 }
-END_TEST
 
-/* A step that fails (here: a table of the name the step creates is
- * already there) is refused, naming the file, and undone whole: the file
- * is still a v1 file with its rows. */
+/* The v1 -> v2 step failing: the file stays a v1 file. */
 START_TEST(failed_migration_leaves_v1)
 {
-    struct aur__journal *j = (struct aur__journal *)&j;
-    struct aur_error err;
-
     make_v1("CREATE TABLE world_commit_scopes_v2(x);");
-    ck_assert_int_eq(aur__journal_open(dbpath, NULL, &j, &err), AUR_E_JOURNAL);
-    ck_assert_ptr_null(j);
-    ck_assert_msg(strstr(err.msg, dbpath) &&
-                      strstr(err.msg, "world_commit_scopes_v2"),
-                  "%s", err.msg);
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 1);
-    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM world_commit_scopes"), 4);
-    ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
-                             " 'world_commit_scopes' AND sql LIKE"
-                             " '%UNIQUE(commit_seq, scope))'"),
-                     1);
+    refused_whole("world_commit_scopes_v2", 1, "%UNIQUE(commit_seq, scope))");
     ck_assert_int_eq(sql_int("SELECT COUNT(*) FROM sqlite_master WHERE name ="
                              " 'world_commit_scopes_commit'"),
                      0);
-    /* once the obstacle is gone, the same file migrates */
-    sql_exec("DROP TABLE world_commit_scopes_v2");
-    j = open_ok();
-    ck_assert_int_eq(aur__journal_count(j), 3);
-    aur__journal_close(j);
-    ck_assert_int_eq(sql_int("SELECT version FROM schema_meta"), 3);
+    migrates_once_cleared("world_commit_scopes_v2");
+}
+END_TEST
+
+/* The v2 -> v3 step failing on its own: the file stays a v2 file. */
+START_TEST(failed_migration_leaves_v2)
+{
+    make_file(v2_schema, "CREATE TABLE world_commit_scopes_v3(x);");
+    refused_whole("world_commit_scopes_v3", 2, "%( commit_seq INTEGER%");
+    migrates_once_cleared("world_commit_scopes_v3");
 }
 END_TEST
 

@@ -290,10 +290,10 @@ struct aur_host {
      * refused, nothing of that commit written (the others go on).
      * Returns AUR_OK once the batch is committed; any other return
      * (AUR_E_JOURNAL, AUR_E_NOMEM, ...) = nothing of the batch written,
-     * every results[i] set to it.  A host whose world writer cannot batch
-     * (an embedder's aur_world_writer) appends one by one: then AUR_OK
-     * may also mean "already present", and results[i] may carry that
-     * commit's own failure.  v and the commits borrowed.  Lets a plugin
+     * every results[i] set to it.  NULL (AUR_HAS false) on a host whose
+     * world writer is an embedder's aur_world_writer: that writer cannot
+     * tell "already present" from "written", so a plugin counts with
+     * world_write there.  v and the commits borrowed.  Lets a plugin
      * commit a burst in one transaction instead of one per commit. */
     int (*world_write_batch)(struct aur_self *self,
                              const struct aur_commit *const *v, size_t n,

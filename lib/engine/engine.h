@@ -118,7 +118,10 @@ struct aur__app {
     int listen_error;          /* (mu) JSON-RPC code of a listen error */
     char *listen_end;          /* (mu) why the listen request ended */
     int64_t listed_changes;    /* (mu) changes when the clean pass began */
-    bool activated;            /* (mu) events and runtime signals flow */
+    /* (mu) set with frozen: a change or a disconnect from here on is a
+     * runtime signal (restart_required), no more a reason to page
+     * again; events wait for the host's own activation (mcp->active) */
+    bool activated;
     bool closing;              /* (mu) late signals are ignored */
     int inflight;              /* (mu) calls using rpc right now */
     int batched;               /* (mu) batches holding requests on rpc */
@@ -202,9 +205,9 @@ int aur__open_journal(const struct aur__config *cfg, struct aur__journal **out,
 /* world write through the configured writer (journal or custom). */
 int aur__world_append(struct aur_mcp *mcp, const struct aur_commit *c,
                       struct aur_error *err);
-/* v[0..n) in one transaction of the journal (a runtime writer gets them
- * one by one): results as aur__journal_append_batch gives them.  mcp NULL
- * or no journal: AUR_E_STATE for all. */
+/* v[0..n) in one transaction of the journal: results as
+ * aur__journal_append_batch gives them.  mcp NULL or no journal (a
+ * runtime writer, which has no batches): AUR_E_STATE for all. */
 int aur__world_append_batch(struct aur_mcp *mcp,
                             const struct aur_commit *const *v, size_t n,
                             int *results, struct aur_error *err);

@@ -17,7 +17,7 @@
 /* Arrival stamps (handlers.ordered). */
 enum {
     STAMP_SEEN = 1u,   /* non-zero: keep it */
-    STAMP_ACTIVE = 2u, /* the App was activated and not closing */
+    STAMP_ACTIVE = 2u, /* the host was active and the App not closing */
     STAMP_COMMIT = 4u, /* this change is the one that needs a commit */
 };
 #include "aur_setup.h"
@@ -157,6 +157,8 @@ void aur__app_mark_disconnected(struct aur__app *app, int rc,
     }
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
+    aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "connection lost: %s",
+             app->disconnect_detail);
     /* One the freeze went past meanwhile fails at activation (startup.c,
      * "a disconnect since the clean listing"). */
     (void)aur__startup_recheck(app);
@@ -355,8 +357,13 @@ static unsigned on_ordered(void *ud, const char *method,
         listen_acknowledged(app, params);
         return AUR__RPC_DROP;
     }
+    /* Events flow once the whole startup is through (registry, agents,
+     * the frozen commits): one read before that is dropped, not queued,
+     * even though its App was frozen already. */
+    if (!__atomic_load_n(&app->mcp->active, __ATOMIC_ACQUIRE))
+        return stamp;
     pthread_mutex_lock(&app->mu);
-    if (app->activated && !app->closing)
+    if (!app->closing)
         stamp |= STAMP_ACTIVE;
     pthread_mutex_unlock(&app->mu);
     return stamp;

@@ -234,6 +234,10 @@ int aur_mcp_set_world_writer(struct aur_mcp *h,
         return aur_fail(err, AUR_E_INVAL, 0, "a world writer needs append");
     h->writer = *w;
     h->have_writer = true;
+    /* Its append answers AUR_OK for "written" and for "already present"
+     * alike, so the batch service, whose results tell the two apart,
+     * is not offered: a plugin counts through world_write instead. */
+    h->host.world_write_batch = NULL;
     return AUR_OK;
 }
 

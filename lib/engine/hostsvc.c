@@ -89,30 +89,19 @@ int aur__world_append_batch(struct aur_mcp *mcp,
                             const struct aur_commit *const *v, size_t n,
                             int *results, struct aur_error *err)
 {
-    int rc = AUR_OK;
+    int rc;
 
-    if (!mcp)
-        rc = aur_fail(err, AUR_E_STATE, 0, "no world writer");
-    else if (!mcp->have_writer && !mcp->journal)
+    /* Only the journal batches: with a runtime writer (which cannot tell
+     * "present" from "written") the service is not offered at all. */
+    if (!mcp || !mcp->journal) {
         rc = aur_fail(err, AUR_E_STATE, 0, "the world journal is not open");
-    if (rc != AUR_OK) {
         for (size_t i = 0; i < n; i++)
             results[i] = rc;
         return rc;
     }
-    if (!mcp->have_writer) {
-        rc = aur__journal_append_batch(mcp->journal, v, n, results, err);
-        journal_watch(mcp);
-        return rc;
-    }
-    /* A runtime writer only knows single appends, so it gets them one by
-     * one (it cannot tell "present" from "written": both are AUR_OK). */
-    for (size_t i = 0; i < n; i++) {
-        struct aur_error e;
-        aur_error_clear(&e);
-        results[i] = mcp->writer.append(mcp->writer.ud, v[i], &e);
-    }
-    return AUR_OK;
+    rc = aur__journal_append_batch(mcp->journal, v, n, results, err);
+    journal_watch(mcp);
+    return rc;
 }
 
 static int host_world_write_batch(struct aur_self *self,

@@ -217,7 +217,7 @@ void aur__write_frozen_commits(struct aur_mcp *mcp)
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
         struct json_object *data, *ids;
-        if (a->state != AUR__S_READY)
+        if (!a->frozen)
             continue;
         bool ok = true;
         data = json_object_new_object();

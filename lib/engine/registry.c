@@ -34,7 +34,7 @@ int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err)
     struct aur__tool **v;
 
     for (size_t i = 0; i < mcp->napps; i++)
-        if (mcp->apps[i].state == AUR__S_READY)
+        if (mcp->apps[i].frozen)
             n += mcp->apps[i].ntools;
     v = calloc(n ? n : 1, sizeof *v);
     if (!v)
@@ -44,7 +44,7 @@ int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err)
         v[n++] = mcp->builtins[i];
     for (size_t i = 0; i < mcp->napps; i++) {
         struct aur__app *a = &mcp->apps[i];
-        if (a->state != AUR__S_READY)
+        if (!a->frozen)
             continue;
         for (size_t t = 0; t < a->ntools; t++)
             v[n++] = a->tools[t];

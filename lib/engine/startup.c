@@ -314,13 +314,15 @@ static void fill_serr(struct aur_mcp *mcp, struct aur_startup_error *serr,
 }
 
 /*
- * The activation gate.  Apps are activated in the freeze step itself (so
- * there is no window between the two in which a change would be neither
- * a reason to page again nor a reason to restart), but what activation
- * lets happen (committing events, mcp.catalog.changed and
- * mcp.app.disconnected) waits until the registry is built, the agents are
- * checked and the mcp.catalog.frozen commits are in the journal: the
- * gate.  1 = open, -1 = startup failed (what waited is dropped).
+ * The activation gate.  A change or a disconnect becomes a runtime signal
+ * in the freeze step itself (app->activated: so there is no window in
+ * which a change would be neither a reason to page again nor a reason to
+ * restart), but its commit (mcp.catalog.changed, mcp.app.disconnected)
+ * waits until the registry is built, the agents are checked and the
+ * mcp.catalog.frozen commits are in the journal: the gate.  1 = open,
+ * -1 = startup failed (what waited is dropped).  Business events are
+ * stricter: only one read once the host is active (mcp->active, set as
+ * the gate opens) is accepted; the rest are dropped, never queued.
  */
 static void open_gate(struct aur_mcp *mcp, int how)
 {
@@ -382,9 +384,8 @@ static void freeze_when_listed(struct aur_mcp *mcp, size_t started)
                 if (!a->listed)
                     continue;
                 /* Frozen and activated in the same step: from here a
-                 * change means restart_required and events are accepted,
-                 * but neither is acted on before the gate opens
-                 * (aur__activation_wait). */
+                 * change means restart_required, which is not acted on
+                 * before the gate opens (aur__activation_wait). */
                 pthread_mutex_lock(&a->mu);
                 a->frozen = true;
                 a->activated = true;
@@ -509,6 +510,30 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
         rc = aur_fail(err, failed->start_rc, 0, "%s", failed->error);
         goto fail;
     }
+    /* A disconnect since the clean listing: the frozen catalog is served
+     * by nobody, and that is the reason startup fails, before the
+     * registry or agents.ini could blame a missing tool on something
+     * else.  (A change is not a failure: it sets restart_required, as
+     * after startup; so does a disconnect from here on.)  "Frozen" is
+     * a->frozen, set once at the freeze: a->state moves with the App. */
+    AUR_PERTURB("startup.activate");
+    for (size_t i = 0; i < mcp->napps; i++) {
+        struct aur__app *a = &mcp->apps[i];
+        bool gone;
+        if (!a->frozen)
+            continue;
+        pthread_mutex_lock(&a->mu);
+        gone = a->disconnected;
+        pthread_mutex_unlock(&a->mu);
+        if (gone) {
+            why = a->disconnect_detail;
+            fill_serr(mcp, serr, AUR_E_STARTUP, a->cfg->package, "activate",
+                      why);
+            rc = aur_fail(err, a->disconnect_rc, 0, "%s", why);
+            aur__commit_failed(a, "activate", rc, why, NULL);
+            goto fail;
+        }
+    }
     rc = aur__registry_freeze(mcp, err);
     if (rc != AUR_OK) {
         fill_serr(mcp, serr, AUR_E_STARTUP, NULL, "catalog/freeze",
@@ -519,27 +544,6 @@ int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
     if (rc != AUR_OK) {
         fill_serr(mcp, serr, AUR_E_STARTUP, NULL, "agents", err->msg);
         goto fail;
-    }
-    /* A disconnect since the clean listing: the frozen catalog is served
-     * by nobody.  (A change is not a failure: the App is already active,
-     * so it sets restart_required, as after startup.) */
-    AUR_PERTURB("startup.activate");
-    for (size_t i = 0; i < mcp->napps; i++) {
-        struct aur__app *a = &mcp->apps[i];
-        bool gone;
-        if (a->state != AUR__S_READY && a->state != AUR__S_UNAVAILABLE)
-            continue;
-        pthread_mutex_lock(&a->mu);
-        gone = a->frozen && a->disconnected;
-        pthread_mutex_unlock(&a->mu);
-        if (gone) {
-            why = a->disconnect_detail;
-            fill_serr(mcp, serr, AUR_E_STARTUP, a->cfg->package, "activate",
-                      why);
-            rc = aur_fail(err, a->disconnect_rc, 0, "%s", why);
-            aur__commit_failed(a, "activate", rc, why, NULL);
-            goto fail;
-        }
     }
     aur__write_frozen_commits(mcp);
     open_gate(mcp, 1);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,7 +229,9 @@ int h_count_lines(const char *path, const char *prefix)
     return n;
 }
 
-int h_procs_with(const char *marker)
+int h_procs_with(const char *marker) { return h_signal_procs_with(marker, 0); }
+
+int h_signal_procs_with(const char *marker, int sig)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -261,7 +264,8 @@ int h_procs_with(const char *marker)
             if (buf[i] == '\0')
                 buf[i] = ' ';
         buf[got] = '\0';
-        if (strstr(buf, marker) && getpid() != atoi(e->d_name))
+        if (strstr(buf, marker) && getpid() != atoi(e->d_name) &&
+            (sig == 0 || kill(atoi(e->d_name), sig) == 0))
             n++;
     }
     closedir(d);

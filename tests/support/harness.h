@@ -79,6 +79,8 @@ int h_first_line(const char *path, const char *prefix);
 /* Number of live processes whose command line contains marker
  * (zombies are not counted). */
 int h_procs_with(const char *marker);
+/* Send sig to each of them; how many took it (0 = count only). */
+int h_signal_procs_with(const char *marker, int sig);
 
 /* rm -rf dir (bounded to paths under /tmp). */
 void h_rmtree(const char *dir);

@@ -227,6 +227,66 @@ START_TEST(runtime_brings_its_own_world_writer)
 }
 END_TEST
 
+/* Between the freeze and the registry, the App dies: startup fails as
+ * the App's disconnect (phase activate, with its failed commit), not as
+ * agents.ini naming a tool the registry left out because the App's state
+ * had moved (it said "references an unregistered tool"). */
+struct killer {
+    struct recorded r;
+    int lost; /* (atomic) the host logged the lost connection */
+};
+
+static int kill_at_ready(void *ud, const struct aur_commit *c,
+                         struct aur_error *err)
+{
+    struct killer *k = ud;
+    if (strcmp(c->kind, "mcp.app.ready") == 0) {
+        ck_assert_int_eq(h_signal_procs_with(logpath, SIGKILL), 1);
+        H_WAIT_UNTIL(__atomic_load_n(&k->lost, __ATOMIC_ACQUIRE), 10000, 5);
+    }
+    return record_commit(&k->r, c, err);
+}
+
+static void note_lost(void *ud, int level, const char *line, size_t len)
+{
+    struct killer *k = ud;
+    (void)level;
+    (void)len;
+    if (strstr(line, "connection lost"))
+        __atomic_store_n(&k->lost, 1, __ATOMIC_RELEASE);
+}
+
+START_TEST(app_lost_after_freeze_fails_activate)
+{
+    const char *opts[] = {"--era", "modern", "--tools", "2", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    struct killer k = {0};
+    struct aur_world_writer w = {sizeof w, &k, kill_at_ready};
+    char *hl = h_debug_host(dir);
+    add_fixture("a.ini", "org.test.lost", 10, opts);
+    h_write(dir, "agents.ini",
+            "[agent root]\ntools = aur.mcp.org.test.lost.t0001\n");
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    aur_mcp_set_log(h, note_lost, &k);
+    ck_assert_int_eq(aur_mcp_set_world_writer(h, &w, &err), AUR_OK);
+    ck_assert_int_ne(aur_mcp_start(h, &serr, &err), AUR_OK);
+    ck_assert_msg(k.lost, "the host never saw the App go");
+    ck_assert_msg(strcmp(serr.phase, "activate") == 0,
+                  "phase %s: %s", serr.phase, serr.message);
+    ck_assert_str_eq(serr.app, "org.test.lost");
+    ck_assert_msg(strstr(serr.message, "signal 9"), "%s", serr.message);
+    ck_assert_int_eq(k.r.n, 3);
+    ck_assert_str_eq(k.r.kinds[0], "mcp.app.starting");
+    ck_assert_str_eq(k.r.kinds[1], "mcp.app.ready");
+    ck_assert_str_eq(k.r.kinds[2], "mcp.app.failed");
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+    free(hl);
+}
+END_TEST
+
 START_TEST(master_switch_off_starts_nothing)
 {
     const char *opts[] = {"--era", "modern", NULL};
@@ -485,6 +545,7 @@ void startup_world_tests(TCase *tc)
     tcase_add_test(tc, startup_commits_are_written_whole_or_not_at_all);
     tcase_add_test(tc, master_switch_off_starts_nothing);
     tcase_add_test(tc, runtime_brings_its_own_world_writer);
+    tcase_add_test(tc, app_lost_after_freeze_fails_activate);
     tcase_add_test(tc, journal_primed_while_apps_start);
     tcase_add_test(tc, library_threads_block_signals);
     tcase_add_test(tc, first_app_supervisor_started_ahead);

@@ -9,6 +9,7 @@
 #include "support/check_main.h"
 #include <check.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,127 @@ START_TEST(events_before_activation_refused)
     json_object_put(c);
     aur_mcp_destroy(h);
     stays(0);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- */
+/* A runtime's own world writer                                     */
+/* ---------------------------------------------------------------- */
+
+/* Keeps commit ids (AUR_OK for "written" and for "already present", as
+ * the writer contract says); on hold_kind it waits until the host logged
+ * hold_until (bounded), so a test decides what happens meanwhile. */
+struct rt_writer {
+    pthread_mutex_t mu;
+    char ids[64][128];
+    int n, events;
+    const char *hold_kind, *hold_until;
+    int seen_hold; /* (atomic) the host logged hold_until */
+};
+
+static int rt_append(void *ud, const struct aur_commit *c,
+                     struct aur_error *err)
+{
+    struct rt_writer *w = ud;
+    (void)err;
+    if (w->hold_kind && strcmp(c->kind, w->hold_kind) == 0)
+        H_WAIT_UNTIL(__atomic_load_n(&w->seen_hold, __ATOMIC_ACQUIRE),
+                     10000, 10);
+    pthread_mutex_lock(&w->mu);
+    bool dup = false;
+    for (int i = 0; i < w->n; i++)
+        dup = dup || strcmp(w->ids[i], c->commit_id) == 0;
+    if (!dup && w->n < 64) {
+        snprintf(w->ids[w->n++], sizeof w->ids[0], "%s", c->commit_id);
+        w->events += strcmp(c->kind, EV_KIND) == 0;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return AUR_OK;
+}
+
+static void rt_log(void *ud, int level, const char *line, size_t len)
+{
+    struct rt_writer *w = ud;
+    (void)level;
+    (void)len;
+    if (w->hold_until && strstr(line, w->hold_until))
+        __atomic_store_n(&w->seen_hold, 1, __ATOMIC_RELEASE);
+}
+
+static struct aur_mcp *start_with_writer(struct rt_writer *w)
+{
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_world_writer ww = {sizeof ww, w, rt_append};
+    struct aur_error err;
+    struct aur_mcp *h = NULL;
+    ck_assert_int_eq(aur_mcp_create(dir, NULL, &h, &serr, &err), AUR_OK);
+    aur_mcp_set_log(h, rt_log, w);
+    ck_assert_int_eq(aur_mcp_set_world_writer(h, &ww, &err), AUR_OK);
+    ck_assert_msg(aur_mcp_start(h, &serr, &err) == AUR_OK, "start: %s %s %s",
+                  serr.app, serr.phase, serr.message);
+    return h;
+}
+
+/* Counted as the journal counts them: a runtime writer answers AUR_OK for
+ * a repeat too, so the plugin must not read that as "written" (it took
+ * every repeat for a new commit: committed 20, duplicates 0). */
+START_TEST(runtime_writer_counts_repeats_as_duplicates)
+{
+    const char *opts[] = {"--extensions", CAPS, "--event-flood", "10",
+                          "--event-repeat", "2", NULL};
+    struct rt_writer w = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct json_object *c = NULL;
+    add_fixture("a.ini", PKG, "world_events", "modern", opts);
+    struct aur_mcp *h = start_with_writer(&w);
+    call_ok(h, "aur.mcp." PKG ".t0000");
+    for (int64_t i = 0; i < h_slack(10000) / 20; i++) {
+        json_object_put(c);
+        c = we_counters(h);
+        if (counter(c, "committed") + counter(c, "duplicates") +
+                counter(c, "rejected") >= 20)
+            break;
+        usleep(20000);
+    }
+    ck_assert_int_eq(w.events, 10);
+    ck_assert_msg(counter(c, "committed") == 10 &&
+                      counter(c, "duplicates") == 10,
+                  "committed %lld, duplicates %lld (10 unique, each twice)",
+                  (long long)counter(c, "committed"),
+                  (long long)counter(c, "duplicates"));
+    json_object_put(c);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
+/* Events that reach the host after its catalog froze but before startup
+ * is through (here: while its first lifecycle commit is held) arrive
+ * before activation: dropped, not queued for after it (they were
+ * committed once the gate opened). */
+START_TEST(events_between_freeze_and_activation_dropped)
+{
+    const char *opts[] = {"--extensions", CAPS, "--events-after-list", "3",
+                          NULL};
+    struct rt_writer w = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                          .hold_kind = "mcp.app.starting",
+                          .hold_until = "event dropped: host not active"};
+    struct json_object *c = NULL;
+    add_fixture("a.ini", PKG, "world_events", "modern", opts);
+    struct aur_mcp *h = start_with_writer(&w);
+    ck_assert_int_eq(h_count_lines(logpath, "late-events-sent"), 1);
+    for (int64_t i = 0; i < h_slack(10000) / 20; i++) {
+        json_object_put(c);
+        c = we_counters(h);
+        if (counter(c, "dropped_inactive") + counter(c, "committed") +
+                counter(c, "queued") >= 3)
+            break;
+        usleep(20000);
+    }
+    ck_assert_msg(counter(c, "committed") == 0 && w.events == 0,
+                  "%lld events sent before activation were committed",
+                  (long long)counter(c, "committed"));
+    ck_assert_int_eq(counter(c, "dropped_inactive"), 3);
+    json_object_put(c);
+    aur_mcp_destroy(h);
 }
 END_TEST
 
@@ -598,6 +720,8 @@ static Suite *host_suite(void)
     tcase_add_test(tc, events_before_activation_refused);
     tcase_add_test(tc, two_apps_same_event_id);
     tcase_add_test(tc, rejected_event_keeps_connection);
+    tcase_add_test(tc, runtime_writer_counts_repeats_as_duplicates);
+    tcase_add_test(tc, events_between_freeze_and_activation_dropped);
     suite_add_tcase(su, tc);
 
     tc = tcase_create("negotiation");

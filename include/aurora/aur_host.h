@@ -265,7 +265,7 @@ typedef void aur_log_fn(void *ud, int level, const char *line, size_t len);
 void aur_mcp_set_log(struct aur_mcp *h, aur_log_fn *fn, void *ud);
 
 /* Add a builtin tool before start.  id must match aur(.[a-z][a-z0-9_-]*){2,}
- * and must not collide with a discovered MCP tool at start; description
+ * outside aur.mcp. (the MCP tools' namespace; else AUR_E_INVAL); description
  * (NULL or "" = the id) must be UTF-8 (else AUR_E_INVAL).  schema_json
  * (schema_len bytes; NULL = {"type":"object"}) must be a JSON object; it
  * is copied. */

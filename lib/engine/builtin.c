@@ -46,6 +46,14 @@ static int add_tool(struct aur_mcp *h, const char *id,
         return aur_fail(err, AUR_E_INVAL, 0, "invalid builtin tool id: %s",
                         id ? id : "(null)");
     }
+    /* MCP tools' own namespace: a builtin there could only collide with
+     * an App's tool at start, where neither could be named. */
+    if (strncmp(id, "aur.mcp.", 8) == 0) {
+        json_object_put(schema);
+        return aur_fail(err, AUR_E_INVAL, 0,
+                        "builtin tool id %s: aur.mcp. is the MCP tools' "
+                        "namespace", id);
+    }
     if (description && !utf8_ok(description)) {
         json_object_put(schema);
         return aur_fail(err, AUR_E_INVAL, 0,

@@ -554,12 +554,18 @@ int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
                         struct aur_error *err)
 {
     int max_relist = app->mcp->cfg->max_relist;
+    /* The last pass that failed on its own (a bad page, a duplicate
+     * name) while the catalog also changed: named when the budget runs
+     * out, or the change would hide it. */
+    char last_fail[AUR_ERR_MSG_SIZE] = "";
     for (;;) {
         bool stale = false;
         int64_t began;
         int rc = one_pass(app, dl, &stale, &began, err);
         if (rc != AUR_OK && !stale)
             return rc;
+        snprintf(last_fail, sizeof last_fail, "%s",
+                 rc != AUR_OK ? err->msg : "");
         if (!stale) {
             /* Any change from here on, however late, is seen against
              * this count: by the freeze, or after it as a restart. */
@@ -576,6 +582,8 @@ int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
     drop_tools(app);
     return aur_fail(err, AUR_E_CHANGED, 0,
                     "the tool catalog changed during startup %d times; no "
-                    "clean pass",
-                    max_relist + 1);
+                    "clean pass%s%s",
+                    max_relist + 1,
+                    last_fail[0] ? "; the last pass also failed: " : "",
+                    last_fail);
 }

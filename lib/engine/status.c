@@ -225,7 +225,9 @@ static struct json_object *app_json(struct aur_mcp *mcp, struct aur__app *a)
     if (xs)
         json_object_object_add(o, "extension_status", xs);
     struct json_object *uncallable = json_object_new_array();
-    for (size_t i = 0; i < a->ntools; i++) {
+    /* Only a frozen catalog is the App's: what a failed or cancelled
+     * start had read so far (part of it, or a stale pass) is not. */
+    for (size_t i = 0; a->frozen && i < a->ntools; i++) {
         json_object_array_add(ids, json_object_new_string(a->tools[i]->id));
         if (a->tools[i]->task_required)
             json_object_array_add(uncallable,

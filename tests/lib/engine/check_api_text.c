@@ -320,6 +320,12 @@ START_TEST(text_builtins)
     ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "x", NULL, 0, NULL,
                                          NULL, NULL),
                      AUR_E_INVAL);
+    /* The MCP tools' namespace is not a builtin's. */
+    ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.mcp.org.x.y", "x", NULL, 0,
+                                         builtin, NULL, &err),
+                     AUR_E_INVAL);
+    ck_assert_msg(strstr(err.msg, "aur.mcp.org.x.y") &&
+                  strstr(err.msg, "namespace"), "%s", err.msg);
     /* A description that is not UTF-8 could never be written as JSON:
      * refused here, naming the tool, not later by every status call. */
     ck_assert_int_eq(aur_mcp_add_builtin(h, "aur.core.x", "caf\xe9", NULL, 0,

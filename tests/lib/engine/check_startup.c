@@ -225,6 +225,25 @@ START_TEST(change_always_fails)
 }
 END_TEST
 
+/* Every pass both changes and fails on its own (a duplicate name): the
+ * budget's end names the failure too, which "changed 4 times" alone hid. */
+START_TEST(change_always_names_the_last_failure)
+{
+    const char *opts[] = {"--era", "legacy", "--tool-name", "a",
+                          "--tool-name", "a", "--notify-before-list",
+                          "notifications/tools/list_changed", "{}", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.change", 5, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_E_CHANGED);
+    ck_assert_str_eq(serr.phase, "tools/list");
+    ck_assert_msg(strstr(serr.message, "changed") &&
+                      strstr(serr.message, "duplicate"),
+                  "%s", serr.message);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 START_TEST(legacy_change_during_startup_repages)
 {
     const char *opts[] = {"--era", "legacy", "--tools", "9", "--page-size",
@@ -377,6 +396,12 @@ static void error_at_fails(const char *point, const char *phase)
     ck_assert_str_eq(serr.code, "startup_failed");
     ck_assert_str_eq(serr.phase, phase);
     ck_assert_msg(strstr(serr.message, "-32603"), "%s", serr.message);
+    /* The status of the failed start names no tools: what page 1 bound
+     * was never the App's catalog. */
+    struct json_object *a = h_app_status(h), *ids;
+    ck_assert(json_object_object_get_ex(a, "tool_ids", &ids));
+    ck_assert_uint_eq(json_object_array_length(ids), 0);
+    json_object_put(a);
     aur_mcp_destroy(h);
     ck_assert_int_eq(h_procs_with(logpath), 0);
 }
@@ -831,6 +856,7 @@ static Suite *suite(void)
     tcase_add_test(cat, pagination_1000_tools);
     tcase_add_test(cat, change_during_startup_repages);
     tcase_add_test(cat, change_always_fails);
+    tcase_add_test(cat, change_always_names_the_last_failure);
     tcase_add_test(cat, legacy_change_during_startup_repages);
     tcase_add_test(cat, dotted_name_fails);
     tcase_add_test(cat, spaced_name_fails);

@@ -20,6 +20,7 @@
  *   1.6  2026-12-06  aur_transport_ops.cork (AUR_CORK_TRY, and OFF from
  *                    a thread that did not cork: 12-07, before release).
  *   1.7  2026-12-07  aur_transport_ops.prepare.
+ *   1.8  2026-12-07  aur_transport_ops.unprepare.
  *
  * Versioning: abi_version is the semantic contract (minor = appended member,
  * code or capability bit; major = anything else).  struct_size is layout
@@ -51,7 +52,7 @@ extern "C" {
 struct json_object;
 
 #define AUR_ABI_MAJOR 1
-#define AUR_ABI_MINOR 7
+#define AUR_ABI_MINOR 8
 #define AUR_ABI_MKVER(M, m) (((uint32_t)(M) << 16) | (uint32_t)(m))
 #define AUR_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define AUR_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -674,11 +675,23 @@ struct aur_transport_ops {
      * so it returns as soon as what it began needs no more of this
      * thread (a few milliseconds at most).  What it began is the
      * transport's: the next open of endpoint uses it; what no open uses
-     * is undone when the plugin's fini runs at the latest, and whatever
-     * failed in it is left for open to do and report.  Never concurrent
-     * with another call for the same endpoint.
+     * is undone by unprepare, or when the plugin's fini runs at the
+     * latest, and whatever failed in it is left for open to do and
+     * report.  Never concurrent with another call for the same endpoint.
      */
     void (*prepare)(void *state, const struct aur_cfg *endpoint);
+
+    /* --- ABI 1.8 --- */
+
+    /*
+     * Optional: undo what prepare began for endpoint if no open took it
+     * (nothing otherwise), at once.  The host calls it on the thread
+     * that starts it when a start fails, since the App it prepared for
+     * may never have been opened (the journal failed, another App failed
+     * first): a program that keeps its handle after a failed start keeps
+     * no process of it.  Never concurrent with an open of endpoint.
+     */
+    void (*unprepare)(void *state, const struct aur_cfg *endpoint);
 };
 
 /* ------------------------------------------------------------------ */

@@ -263,6 +263,9 @@ int aur__transport_defs(struct aur_mcp *mcp, struct aur_error *err);
  * are to spare; the host asks for its first App that will start
  * (transports.c). */
 void aur__transport_prepare(struct aur__app *a);
+/* What prepare began for a and no open took, undone (ABI 1.8); owner
+ * thread, no open of a running. */
+void aur__transport_unprepare(struct aur__app *a);
 
 int aur__start_all(struct aur_mcp *mcp, struct aur_startup_error *serr,
                    struct aur_error *err);

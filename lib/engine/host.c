@@ -246,7 +246,7 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
 {
     struct aur__app *first = NULL; /* the first App that will start */
     struct aur_error local;
-    int rc;
+    int rc = AUR_OK;
 
     if (!err)
         err = &local; /* the messages still reach *serr */
@@ -264,16 +264,21 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
         aur__transport_prepare(first);
     if (!h->have_writer) {
         rc = aur__open_journal(h->cfg, &h->journal, err);
-        if (rc != AUR_OK) {
+        if (rc != AUR_OK)
             aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
-            return rc;
-        }
         /* The lifecycle commits come once the Apps have started: the
          * journal readies its first write while they do. */
-        if (first)
+        else if (first)
             aur__journal_prime(h->journal);
     }
-    return aur__start_all(h, serr, err);
+    if (h->have_writer || h->journal)
+        rc = aur__start_all(h, serr, err);
+    /* A failed start may never have opened the first App (the journal
+     * failed, another App failed first): what was prepared for it goes
+     * now, not when the embedder destroys the handle. */
+    if (rc != AUR_OK && first)
+        aur__transport_unprepare(first);
+    return rc;
 }
 
 void aur_mcp_shutdown(struct aur_mcp *h)

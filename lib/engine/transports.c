@@ -138,3 +138,11 @@ void aur__transport_prepare(struct aur__app *a)
         t->ops.t.prepare(t->state, &a->cfg->endpoint);
     }
 }
+
+void aur__transport_unprepare(struct aur__app *a)
+{
+    const struct aur__plugin *t = a->transport;
+
+    if (t && AUR_HAS(&t->ops.t, unprepare))
+        t->ops.t.unprepare(t->state, &a->cfg->endpoint);
+}

@@ -360,8 +360,9 @@ struct stdio_warm {
     struct stdio_exec_job job;      /* a pre for stdio_spawner_run */
 };
 
-/* The prepare hook (the ABI's contract). */
+/* The prepare and unprepare hooks (the ABI's contract). */
 void stdio_prepare(void *state, const struct aur_cfg *endpoint);
+void stdio_unprepare(void *state, const struct aur_cfg *endpoint);
 /* The start prepared for endpoint, moved into *out (then the caller owns
  * it: stdio_spawner_run, or stdio_warm_undo); false when there is none. */
 bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,

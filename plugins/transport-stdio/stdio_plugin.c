@@ -529,6 +529,7 @@ static const struct aur_transport_ops stdio_ops = {
     .check = stdio_check,
     .preflight = stdio_preflight,
     .prepare = stdio_prepare,
+    .unprepare = stdio_unprepare,
 };
 
 AUR_EXPORT const struct aur_plugin_desc *aur_plugin_entry(uint32_t host_abi);

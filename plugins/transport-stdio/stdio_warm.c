@@ -1,6 +1,6 @@
 /*
  * stdio_warm.c - an App's supervisor started before its open (the
- * prepare hook, ABI 1.7).
+ * prepare hook, ABI 1.7; unprepare, 1.8).
  *
  * A start's longest wait before the App runs is its supervisor's own
  * start: the spawn, the exec of aur-contain and libc's start-up, about
@@ -15,7 +15,8 @@
  * frame (the App's command, environment and directory) on the lifeline,
  * and only open writes it (stdio_child_start takes the slot and hands it
  * to stdio_spawner_run).  One slot: a prepare while one waits does
- * nothing.  A slot that no open takes is undone at fini (the supervisor
+ * nothing.  A slot that no open takes is undone by unprepare (a failed
+ * start) or at fini (the supervisor
  * killed and reaped, its cgroup removed); a host that dies first closes
  * the lifeline, and the supervisor removes the App's cgroup and exits on
  * its EOF, as every supervisor that never got its frame does
@@ -90,8 +91,9 @@ fail:
     free(w);
 }
 
-bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
-                     struct stdio_warm *out)
+/* The slot, if it was prepared for endpoint (the caller's then). */
+static struct stdio_warm *slot_take(struct stdio_state *st,
+                                    const struct aur_cfg *endpoint)
 {
     struct stdio_warm *w = NULL;
 
@@ -101,6 +103,14 @@ bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
         st->warm = NULL;
     }
     pthread_mutex_unlock(&st->warm_mu);
+    return w;
+}
+
+bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
+                     struct stdio_warm *out)
+{
+    struct stdio_warm *w = slot_take(st, endpoint);
+
     if (!w)
         return false;
     /* A supervisor that died while it waited (killed, say, while the
@@ -118,6 +128,16 @@ bool stdio_warm_take(struct stdio_state *st, const struct aur_cfg *endpoint,
     *out = *w;
     free(w);
     return true;
+}
+
+void stdio_unprepare(void *state, const struct aur_cfg *endpoint)
+{
+    struct stdio_warm *w = slot_take(state, endpoint);
+
+    if (w) {
+        stdio_warm_undo(w);
+        free(w);
+    }
 }
 
 void stdio_warm_undo(struct stdio_warm *w)

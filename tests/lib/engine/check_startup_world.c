@@ -507,7 +507,9 @@ START_TEST(first_app_supervisor_started_ahead)
 END_TEST
 
 /* A journal that cannot open fails the start after the first App's
- * supervisor was started: that App never ran, and nothing is left. */
+ * supervisor was started: that App never ran, and nothing is left, as
+ * soon as the start returns (unprepare), not only once the handle is
+ * destroyed. */
 START_TEST(journal_failure_after_prepare_runs_no_app)
 {
     const char *fast[] = {"--era", "modern", NULL};
@@ -527,6 +529,8 @@ START_TEST(journal_failure_after_prepare_runs_no_app)
     ck_assert_ptr_nonnull(log);
     sup = started_ahead(log, "org.test.first");
     ck_assert_msg(sup > 0, "no supervisor started ahead:\n%s", log);
+    ck_assert_msg(!alive(sup), "supervisor %ld outlived the failed start",
+                  sup);
     aur_mcp_destroy(h);
     ck_assert_msg(stat(logpath, &sb) != 0, "the App ran");
     ck_assert_msg(!alive(sup), "supervisor %ld left running", sup);

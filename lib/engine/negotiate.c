@@ -171,6 +171,31 @@ static bool list_has(struct json_object *arr, const char *s, bool *other_modern)
     return found;
 }
 
+/* What a -32022 error (code, its error object) lists in data.supported. */
+enum unsupported { U_NONE, U_MUTUAL, U_OTHER_MODERN };
+
+static enum unsupported unsupported_version(int code, struct json_object *e)
+{
+    struct json_object *data, *sup;
+    bool other_modern = false;
+
+    if (code != -32022 || !json_object_object_get_ex(e, "data", &data) ||
+        !json_object_object_get_ex(data, "supported", &sup) ||
+        !json_object_is_type(sup, json_type_array) ||
+        json_object_array_length(sup) == 0)
+        return U_NONE;
+    if (list_has(sup, MODERN_VERSION, &other_modern))
+        return U_MUTUAL;
+    return other_modern ? U_OTHER_MODERN : U_NONE;
+}
+
+static int incompatible(struct aur_error *err)
+{
+    return aur_fail(err, AUR_E_NEGOTIATION, -32022,
+                    "incompatible modern server: no common protocol "
+                    "version (we speak " MODERN_VERSION ")");
+}
+
 /* HTTP: only a 4xx other than 401/403 is era evidence; auth failures,
  * server errors, network failures and unusable answers are an outage. */
 static bool era_evidence_status(int status)
@@ -185,7 +210,7 @@ static enum verdict classify_probe(int rc, struct json_object *res,
                                    const struct aur_error *perr, bool stream,
                                    struct aur_error *err)
 {
-    struct json_object *sv, *data, *sup;
+    struct json_object *sv;
     if (rc == AUR_OK) {
         if (json_object_object_get_ex(res, "supportedVersions", &sv) &&
             json_object_is_type(sv, json_type_array) &&
@@ -202,22 +227,15 @@ static enum verdict classify_probe(int rc, struct json_object *res,
                      perr->msg);
             return V_FAIL;
         }
-        if (perr->detail == -32022 &&
-            json_object_object_get_ex(res, "data", &data) &&
-            json_object_object_get_ex(data, "supported", &sup) &&
-            json_object_is_type(sup, json_type_array) &&
-            json_object_array_length(sup) > 0) {
-            bool other_modern = false;
-            if (list_has(sup, MODERN_VERSION, &other_modern))
-                return V_RETRY;
-            if (other_modern) {
-                aur_fail(err, AUR_E_NEGOTIATION, -32022,
-                         "incompatible modern server: no common protocol "
-                         "version (we speak " MODERN_VERSION ")");
-                return V_FAIL;
-            }
+        switch (unsupported_version(perr->detail, res)) {
+        case U_MUTUAL:
+            return V_RETRY;
+        case U_OTHER_MODERN:
+            incompatible(err);
+            return V_FAIL;
+        default:
+            return V_LEGACY_ALIVE;
         }
-        return V_LEGACY_ALIVE;
     }
     /* No JSON-RPC answer at all: a 4xx without one is an old server. */
     if (end->ended && era_evidence_status(end->http_status))
@@ -235,8 +253,12 @@ static enum verdict classify_probe(int rc, struct json_object *res,
     return V_FAIL;
 }
 
+/* bounded: the era is still unknown, so a silent stream may be a legacy
+ * server and gets only part of the deadline; a server that has shown
+ * itself modern gets all of it. */
 static int probe(struct aur__app *app, aur_deadline dl, int attempt,
-                 struct json_object **caps, struct aur_error *err)
+                 bool bounded, struct json_object **caps,
+                 struct aur_error *err)
 {
     struct json_object *res = NULL, *c;
     struct aur__rpc_end end;
@@ -250,7 +272,7 @@ static int probe(struct aur__app *app, aur_deadline dl, int attempt,
     enum verdict v;
     int rc;
 
-    if (stream)
+    if (stream && bounded)
         pdl = aur__now_ms() + (left / 2 < PROBE_MAX_MS ? left / 2 : PROBE_MAX_MS);
     snprintf(sid, sizeof sid, "aur-probe-%d", attempt);
     rc = aur__app_call(app, "server/discover", NULL, sid, pdl, &res, &end,
@@ -273,8 +295,16 @@ static int probe(struct aur__app *app, aur_deadline dl, int attempt,
     return (int)v;
 }
 
+/*
+ * The legacy handshake.  *modern: the server refused initialize with
+ * -32022 listing our modern version, so it is modern after all (it took
+ * a probe that timed out and pinned itself, or it only woke after the
+ * probe window): nothing is sent after the refusal, and the caller asks
+ * server/discover again on this process (mcp-wire.md, stdio step 6).
+ */
 static int legacy_initialize(struct aur__app *app, aur_deadline dl,
-                             struct json_object **caps, struct aur_error *err)
+                             bool *modern, struct json_object **caps,
+                             struct aur_error *err)
 {
     struct json_object *params = json_object_new_object(), *res = NULL, *v;
     struct aur__rpc_end end;
@@ -291,7 +321,17 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
         json_object_put(params);
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     }
+    *modern = false;
     rc = aur__app_call(app, "initialize", params, NULL, dl, &res, &end, err);
+    if (rc == AUR_E_RPC) {
+        enum unsupported u = unsupported_version(err->detail, res);
+        json_object_put(res);
+        if (u == U_MUTUAL)
+            *modern = true;
+        return u == U_MUTUAL         ? AUR_OK
+               : u == U_OTHER_MODERN ? incompatible(err)
+                                     : rc;
+    }
     if (rc != AUR_OK) {
         /* No JSON-RPC answer to either era, only an HTTP 400/404/405: an
          * old HTTP+SSE server, which we deliberately do not speak. */
@@ -430,12 +470,69 @@ static int reopen(struct aur__app *app, aur_deadline dl, struct aur_error *err)
     return AUR_OK;
 }
 
+static void set_modern(struct aur__app *app)
+{
+    pthread_mutex_lock(&app->mu); /* the receive threads read it */
+    app->modern = true;
+    pthread_mutex_unlock(&app->mu);
+    snprintf(app->version, sizeof app->version, MODERN_VERSION);
+}
+
+/* A server that refused initialize for our modern version: one more
+ * server/discover on the same process, under what is left of the App's
+ * deadline, must confirm it; anything else fails the App. */
+static int modern_after_all(struct aur__app *app, aur_deadline dl,
+                            int attempt, struct json_object **caps,
+                            struct aur_error *err)
+{
+    struct aur_error perr;
+    int v;
+
+    aur__log(app->mcp->log, AUR_LOG_INFO, app->tag,
+             "initialize refused with -32022 listing " MODERN_VERSION
+             ": the server is modern after all");
+    v = probe(app, dl, attempt, false, caps, &perr);
+    if (v == V_MODERN) {
+        set_modern(app);
+        return AUR_OK;
+    }
+    if (v == V_RETRY)
+        return aur_fail(err, AUR_E_NEGOTIATION, -32022,
+                        "server rejected " MODERN_VERSION
+                        " twice while listing it as supported");
+    if (v == V_FAIL)
+        return aur_fail(err, perr.code, perr.detail,
+                        "initialize refused with -32022 listing "
+                        MODERN_VERSION ", then %s", perr.msg);
+    return aur_fail(err, AUR_E_NEGOTIATION, 0,
+                    "initialize refused with -32022 listing " MODERN_VERSION
+                    ", but server/discover did not confirm it");
+}
+
+/* The legacy handshake, or the modern era after all (see
+ * legacy_initialize); attempt numbers the probe that would follow.
+ * in_place: on the process that answered the probe, which may die of
+ * initialize: then once more on a fresh one. */
+static int handshake(struct aur__app *app, aur_deadline dl, int attempt,
+                     bool in_place, struct json_object **caps,
+                     struct aur_error *err)
+{
+    bool modern;
+    int rc = legacy_initialize(app, dl, &modern, caps, err);
+    if (rc == AUR_E_CLOSED && in_place && reopen(app, dl, err) == AUR_OK)
+        rc = legacy_initialize(app, dl, &modern, caps, err);
+    if (rc == AUR_OK && modern)
+        rc = modern_after_all(app, dl, attempt, caps, err);
+    return rc;
+}
+
 static int negotiate(struct aur__app *app, aur_deadline dl,
                      struct json_object **caps, struct aur_error *err)
 {
-    int v = probe(app, dl, 1, caps, err);
+    int attempt = 1;
+    int v = probe(app, dl, attempt, true, caps, err);
     if (v == V_RETRY)
-        v = probe(app, dl, 2, caps, err);
+        v = probe(app, dl, ++attempt, true, caps, err);
     if (v == V_RETRY)
         return aur_fail(err, AUR_E_NEGOTIATION, -32022,
                         "server rejected " MODERN_VERSION
@@ -443,10 +540,7 @@ static int negotiate(struct aur__app *app, aur_deadline dl,
     if (v == V_FAIL)
         return err->code;
     if (v == V_MODERN) {
-        pthread_mutex_lock(&app->mu); /* the receive threads read it */
-        app->modern = true;
-        pthread_mutex_unlock(&app->mu);
-        snprintf(app->version, sizeof app->version, MODERN_VERSION);
+        set_modern(app);
         return AUR_OK;
     }
     if (v == V_LEGACY_DEAD) {
@@ -455,12 +549,8 @@ static int negotiate(struct aur__app *app, aur_deadline dl,
         int rc = reopen(app, dl, err);
         if (rc != AUR_OK)
             return rc;
-        return legacy_initialize(app, dl, caps, err);
     }
-    int rc = legacy_initialize(app, dl, caps, err);
-    if (rc == AUR_E_CLOSED && reopen(app, dl, err) == AUR_OK)
-        rc = legacy_initialize(app, dl, caps, err);
-    return rc;
+    return handshake(app, dl, attempt + 1, v != V_LEGACY_DEAD, caps, err);
 }
 
 int aur__app_connect(struct aur__app *app, aur_deadline dl,

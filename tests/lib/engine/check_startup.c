@@ -172,6 +172,92 @@ START_TEST(probe_silence_is_legacy)
 }
 END_TEST
 
+/* The index of the n-th line (from 1) of path that starts with prefix,
+ * -1 when there are fewer. */
+static int nth_line(const char *path, const char *prefix, int n)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int i = 0, found = -1;
+    if (!f)
+        return -1;
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, prefix, strlen(prefix)) == 0 && --n == 0) {
+            found = i;
+            break;
+        }
+        i++;
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* A modern-only server that misses the probe window on its first start
+ * (an npx fetch): the fresh process refuses initialize with -32022
+ * listing 2026-07-28, so it is modern after all (mcp-wire.md, stdio
+ * step 6): server/discover again on that process, never initialized. */
+START_TEST(initialize_refused_32022_is_modern_after_all)
+{
+    char *state;
+    ck_assert(asprintf(&state, "%s/first-start", dir) > 0);
+    const char *opts[] = {"--era", "modern", "--probe-silent-first", state,
+                          "--tools", "2", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h;
+    int64_t deadline = h_slack(3000);
+    add_fixture("a.ini", "org.test.slow", (double)deadline / 1000, opts);
+    ck_assert_msg(start(&h, &serr) == AUR_OK, "%s: %s", serr.phase,
+                  serr.message);
+    struct json_object *a = h_app_status(h);
+    ck_assert_str_eq(h_str(a, "negotiated_version"), "2026-07-28");
+    ck_assert_str_eq(h_str(a, "state"), "ready");
+    json_object_put(a);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 2);
+    ck_assert_int_eq(h_count_lines(logpath, "start "), 2);
+    ck_assert_int_eq(h_count_lines(logpath, "initialize "), 1);
+    ck_assert_int_eq(h_count_lines(logpath, "notifications/initialized"), 0);
+    /* On the second process: initialize, then discover, listen, list. */
+    int second = nth_line(logpath, "start ", 2);
+    int init = h_first_line(logpath, "initialize ");
+    int discover = nth_line(logpath, "server/discover ", 2);
+    int listen = h_first_line(logpath, "subscriptions/listen ");
+    int list = h_first_line(logpath, "tools/list ");
+    ck_assert_int_gt(init, second);
+    ck_assert_int_gt(discover, init);
+    ck_assert_int_gt(listen, discover);
+    ck_assert_int_gt(list, listen);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+    free(state);
+}
+END_TEST
+
+/* The same refusal listing only a modern version we do not speak is no
+ * reason to go on: the App fails, saying why. */
+START_TEST(initialize_refused_32022_without_mutual_version_fails)
+{
+    char *state;
+    ck_assert(asprintf(&state, "%s/first-start", dir) > 0);
+    const char *opts[] = {"--era", "modern", "--versions", "2099-01-01",
+                          "--probe-silent-first", state, NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h;
+    int64_t deadline = h_slack(3000);
+    add_fixture("a.ini", "org.test.slow", (double)deadline / 1000, opts);
+    ck_assert_int_eq(start(&h, &serr), AUR_E_NEGOTIATION);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_msg(strstr(serr.message, "incompatible modern server"), "%s",
+                  serr.message);
+    ck_assert_int_eq(h_count_lines(logpath, "initialize "), 1);
+    ck_assert_int_eq(h_count_lines(logpath, "server/discover "), 1);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+    free(state);
+}
+END_TEST
+
 START_TEST(pagination_1000_tools)
 {
     const char *opts[] = {"--era", "modern", "--tools", "1000", "--page-size",
@@ -853,6 +939,8 @@ static Suite *suite(void)
     tcase_add_test(neg, unknown_legacy_version_fails_connect);
     tcase_add_test(neg, probe_exit_respawns_for_initialize);
     tcase_add_test(neg, probe_silence_is_legacy);
+    tcase_add_test(neg, initialize_refused_32022_is_modern_after_all);
+    tcase_add_test(neg, initialize_refused_32022_without_mutual_version_fails);
     tcase_add_test(cat, pagination_1000_tools);
     tcase_add_test(cat, change_during_startup_repages);
     tcase_add_test(cat, change_always_fails);

@@ -11,7 +11,9 @@
  * frames: even lines through sink.on_text (ABI 1.2), odd lines through
  * aur__json_parse and, if it parses, sink.on_message.  A line "EOF"
  * reports a clean close, "ERR" a failed one (the transport then goes
- * quiet).  Then every pending is waited
+ * quiet), "BATCH" lets the session take JSON-RPC batches from then on
+ * (aur__rpc_allow_batches: a top-level array before it is refused,
+ * after it each element is a message).  Then every pending is waited
  * with a deadline of "now" (the last one is abandoned instead), so
  * nothing blocks; the transport then reports EOF if the input did not,
  * the harness waits (bounded) for the closed handler, which runs after
@@ -239,8 +241,8 @@ static void on_response(void *arg, int64_t id)
 }
 
 /* Feed the frames; returns true if the transport reported a close. */
-static bool feed(const struct aur_sink *sink, const uint8_t *data,
-                 size_t size)
+static bool feed(struct aur__rpc *r, const struct aur_sink *sink,
+                 const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data, *end = p + size;
     size_t line = 0;
@@ -254,6 +256,11 @@ static bool feed(const struct aur_sink *sink, const uint8_t *data,
         if (n == 3 && memcmp(p, "EOF", 3) == 0) {
             sink->on_closed(sink->ctx, NULL);
             return true;
+        }
+        if (n == 5 && memcmp(p, "BATCH", 5) == 0) {
+            aur__rpc_allow_batches(r);
+            p += n + 1;
+            continue;
         }
         if (n == 3 && memcmp(p, "ERR", 3) == 0) {
             aur_fail(&err, AUR_E_IO, 0, "fuzz: connection lost");
@@ -321,7 +328,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         err.code != AUR_E_LIMIT)
         abort();
 
-    closed = feed(&the_conn.sink, data, size);
+    closed = feed(r, &the_conn.sink, data, size);
     if (closed != aur__rpc_is_closed(r))
         abort();
 

@@ -245,6 +245,9 @@ int aur__app_result(struct aur__app *app, struct aur__pending *p,
  * app->listed_changes to the change count the clean pass began with. */
 int aur__app_listen(struct aur__app *app, aur_deadline dl,
                     struct aur_error *err);
+/* rpc.h batch_refused for an App's connection (ud: the App), on the
+ * transport's thread: a possible catalog change before the freeze. */
+void aur__app_batch_refused(void *ud);
 int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
                         struct aur_error *err);
 void aur__tool_free(struct aur__tool *t);

@@ -352,6 +352,10 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
         goto out;
     }
     snprintf(app->version, sizeof app->version, "%s", ver);
+    /* Before initialized tells the server the session is up: a batch it
+     * sends from then on is taken (docs/protocol.md, Batches). */
+    if (strcmp(ver, "2025-03-26") == 0)
+        aur__rpc_allow_batches(app->rpc);
     if (json_object_object_get_ex(res, "capabilities", &v) &&
         json_object_is_type(v, json_type_object))
         *caps = json_object_get(v);
@@ -571,6 +575,7 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
 
     h.ud = app;
     h.log = mcp->log;
+    h.batch_refused = aur__app_batch_refused;
     rc = declare_extensions(app, err);
     if (rc != AUR_OK)
         return rc;

@@ -79,6 +79,11 @@ struct aur__rpc_handlers {
                   const struct aur__rpc_end *end);
     /* The connection ended (once).  why NULL = clean EOF. */
     void (*closed)(void *ud, const struct aur_error *why);
+    /* Optional, on the transport's thread: a top-level array was refused
+     * (batches not allowed on this session, or a malformed batch).  It
+     * may have carried any message, a change notice included.  Must be
+     * quick and must not send. */
+    void (*batch_refused)(void *ud);
     /* Optional, on the transport's thread: read a response straight from
      * its text, without a tree, for a waiter that takes text
      * (aur__rpc_request_text with text_ok).  True with the id and the
@@ -156,6 +161,12 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
 /* Wait until the transport's server-push channel is established (its
  * listen hook, ABI 1.3); AUR_OK without the hook. */
 int aur__rpc_listen(struct aur__rpc *r, aur_deadline dl, struct aur_error *err);
+
+/* From now on a top-level array from the server is a JSON-RPC batch,
+ * each element taken in order as its own message (docs/protocol.md,
+ * Batches): only for a session that negotiated revision 2025-03-26, and
+ * called before anything tells the server the session is up. */
+void aur__rpc_allow_batches(struct aur__rpc *r);
 
 /* Tell the transport the negotiated protocol (if it cares). */
 int aur__rpc_set_protocol(struct aur__rpc *r, int modern, const char *version,

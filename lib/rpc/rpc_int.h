@@ -102,6 +102,10 @@ struct aur__rpc {
     int64_t tokens;    /* in thousandths of a message */
     int64_t refill_at; /* aur__now_ms of the last refill */
     bool faulty;       /* also read without mu (atomic) on the fast path */
+    /* A top-level array is a batch to take, not a malformed frame (the
+     * session negotiated 2025-03-26); set once, read by the reader
+     * without mu (atomic). */
+    bool batches;
     bool close_reported; /* handlers.closed is queued for this gen */
     /* The item that reports this gen's close, made while memory was
      * there: an App must hear that its connection ended even when that

@@ -476,14 +476,82 @@ refused:
     json_object_put(msg);
 }
 
+void aur__rpc_allow_batches(struct aur__rpc *r)
+{
+    __atomic_store_n(&r->batches, true, __ATOMIC_RELEASE);
+}
+
+/* Why a top-level array is refused as a whole, or NULL to take it. */
+static const char *batch_refusal(struct aur__rpc *r, struct json_object *arr)
+{
+    size_t n = json_object_array_length(arr);
+
+    if (!__atomic_load_n(&r->batches, __ATOMIC_ACQUIRE))
+        return "a JSON-RPC batch, which this session's protocol version "
+               "does not allow";
+    if (n == 0)
+        return "an empty JSON-RPC batch";
+    for (size_t i = 0; i < n; i++)
+        if (!json_object_is_type(json_object_array_get_idx(arr, i),
+                                 json_type_object))
+            return "a JSON-RPC batch with an element that is not an object";
+    return NULL;
+}
+
+/*
+ * A top-level array (docs/protocol.md, Batches).  On a session that
+ * allows batches each element is taken in order, here on the reader, as
+ * a frame of its own would be: the ordered hook sees a notification
+ * before a later element's response is delivered, responses go to their
+ * waiters.  The elements share the frame's budgets: its size and nesting
+ * were bounded as one frame while it parsed, and each element spends its
+ * own notification token.  Anything else is a malformed frame, refused
+ * as a whole before any of it is taken.  arr: transfer.
+ */
+static int take_batch(struct aur__rpc *r, struct json_object *arr,
+                      void (*take)(struct aur__rpc *r, struct json_object *m),
+                      void (*on_response)(void *arg, int64_t id), void *arg,
+                      struct aur_error *err)
+{
+    const char *why = batch_refusal(r, arr);
+
+    if (why) {
+        json_object_put(arr);
+        if (r->h.batch_refused)
+            r->h.batch_refused(r->h.ud);
+        return aur_fail(err, AUR_E_PROTOCOL, 0, "%s", why);
+    }
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        /* The array lets go of the element before anyone else may hold
+         * it: json-c's reference counts are not atomic. */
+        struct json_object *m = json_object_get(
+            json_object_array_get_idx(arr, i)), *id, *meth;
+        json_object_array_put_idx(arr, i, NULL);
+        if (on_response && json_object_object_get_ex(m, "id", &id) &&
+            json_object_is_type(id, json_type_int) &&
+            !json_object_object_get_ex(m, "method", &meth) &&
+            json_object_get_int64(id) >= 0)
+            on_response(arg, json_object_get_int64(id));
+        take(r, m);
+    }
+    json_object_put(arr);
+    return AUR_OK;
+}
+
+/* A batch element of a frame parsed here (sink_text): the whole frame
+ * was bounded by what was left of max_mem while it parsed. */
+static void take_parsed(struct aur__rpc *r, struct json_object *m)
+{
+    take_message(r, m, aur__json_mem(m));
+}
+
 /* The sink for transports that parse themselves (the host's json_parse,
  * whose trees are bounded by AUR__JSON_MAX_MEM each): the tree is
  * measured here, after the fact.  A response that would not fit in what
  * is left of max_mem is refused as sink_text would have refused it;
  * server messages count against the queue's byte bound instead. */
-static void sink_message(void *ctx, struct json_object *msg)
+static void take_measured(struct aur__rpc *r, struct json_object *msg)
 {
-    struct aur__rpc *r = ctx;
     struct json_object *id = NULL;
     const char *sid;
     int64_t num;
@@ -512,6 +580,22 @@ static void sink_message(void *ctx, struct json_object *msg)
         return;
     }
     take_message(r, msg, mem);
+}
+
+/* A batch's elements are measured one by one, each as a message of its
+ * own would be. */
+static void sink_message(void *ctx, struct json_object *msg)
+{
+    struct aur__rpc *r = ctx;
+    struct aur_error err;
+
+    if (!json_object_is_type(msg, json_type_array)) {
+        take_measured(r, msg);
+        return;
+    }
+    if (take_batch(r, msg, take_measured, NULL, NULL, &err) != AUR_OK)
+        aur__log(r->h.log, AUR_LOG_WARN, r->tag, "dropped a message: %s",
+                 err.msg);
 }
 
 int aur__rpc_peek_id(const char *buf, size_t len, int64_t *num, char *sid,
@@ -628,6 +712,8 @@ static int sink_text(void *ctx, const char *buf, size_t len,
                   : 1;
     rc = aur__json_parse_mem(buf, len, AUR__JSON_MAX_DEPTH, cap, &msg, &mem,
                              err);
+    if (rc == AUR_OK && json_object_is_type(msg, json_type_array))
+        return take_batch(r, msg, take_parsed, on_response, arg, err);
     if (rc == AUR_OK && !json_object_is_type(msg, json_type_object))
         rc = aur_fail(err, AUR_E_PROTOCOL, 0, "not a JSON object");
     if (rc == AUR_E_LIMIT && r->lim.max_mem) {

@@ -343,6 +343,57 @@ START_TEST(legacy_change_during_startup_repages)
 }
 END_TEST
 
+/* Whether the frozen catalog has this tool id. */
+static bool has_tool(struct aur_mcp *h, const char *id)
+{
+    for (size_t i = 0; i < aur_mcp_tool_count(h); i++)
+        if (strcmp(aur_mcp_tool_at(h, i)->id, id) == 0)
+            return true;
+    return false;
+}
+
+/* A legacy server's catalog changes between pages and it says so in a
+ * one-element JSON-RPC batch (docs/protocol.md, Batches).  version: what
+ * initialize answers. */
+static void batch_change_during_listing(const char *version)
+{
+    const char *opts[] = {"--era", "legacy", "--legacy-version", version,
+                          "--tools", "2", "--page-size", "1", "--gen-tool",
+                          "--batch-change-at", "1", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h;
+    add_fixture("a.ini", "org.test.batch", 5, opts);
+    ck_assert_msg(start(&h, &serr) == AUR_OK, "%s: %s", serr.phase,
+                  serr.message);
+    ck_assert_str_eq(h_negotiated_version(h), version);
+    /* The stale pass was dropped; a clean one froze the new catalog. */
+    ck_assert_int_ge(h_count_lines(logpath, "tools/list "), 1 + 3);
+    ck_assert_uint_eq(aur_mcp_tool_count(h), 3);
+    ck_assert(has_tool(h, "aur.mcp.org.test.batch.gen2"));
+    ck_assert(!has_tool(h, "aur.mcp.org.test.batch.gen1"));
+    struct json_object *a = h_app_status(h);
+    ck_assert(!json_object_get_boolean(
+        json_object_object_get(a, "restart_required")));
+    json_object_put(a);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+}
+
+/* 2025-03-26 allows batches: the change inside one is taken. */
+START_TEST(legacy_batch_list_changed_repages)
+{
+    batch_change_during_listing("2025-03-26");
+}
+END_TEST
+
+/* 2025-06-18 removed batches: the array is refused as a malformed frame,
+ * but as a possible change, so the stale catalog is not frozen. */
+START_TEST(refused_batch_during_listing_repages)
+{
+    batch_change_during_listing("2025-06-18");
+}
+END_TEST
+
 static void expect_list_failure(const char *const *opts, const char *needle)
 {
     struct aur_startup_error serr = {.struct_size = sizeof serr};
@@ -946,6 +997,8 @@ static Suite *suite(void)
     tcase_add_test(cat, change_always_fails);
     tcase_add_test(cat, change_always_names_the_last_failure);
     tcase_add_test(cat, legacy_change_during_startup_repages);
+    tcase_add_test(cat, legacy_batch_list_changed_repages);
+    tcase_add_test(cat, refused_batch_during_listing_repages);
     tcase_add_test(cat, dotted_name_fails);
     tcase_add_test(cat, spaced_name_fails);
     tcase_add_test(cat, digit_first_name_fails);

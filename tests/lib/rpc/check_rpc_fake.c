@@ -169,6 +169,14 @@ static unsigned h_ordered(void *ud, const char *method,
     return strncmp(method, "drop/", 5) == 0 ? AUR__RPC_DROP : ev.ordered_stamp;
 }
 
+static void h_batch_refused(void *ud)
+{
+    (void)ud;
+    pthread_mutex_lock(&ev.mu);
+    ev.batch_refused++;
+    pthread_mutex_unlock(&ev.mu);
+}
+
 static void h_notification(void *ud, const char *method,
                            struct json_object *params, struct json_object *msg,
                            unsigned stamp)
@@ -313,6 +321,7 @@ struct aur__rpc *fk_open(const struct aur_transport_ops *ops,
         .response = h_response,
         .ended = h_ended,
         .closed = h_closed,
+        .batch_refused = h_batch_refused,
         .reply_scan = ev.scanner ? fk_scan : NULL,
     };
     struct aur__rpc *r = NULL;

@@ -87,6 +87,7 @@ struct fk_events {
      * calls. */
     bool scanner;
     int scans;
+    int batch_refused; /* handlers.batch_refused calls */
     bool gate_closed; /* notification handler blocks while set */
     int in_handler;   /* notifications inside the handler now */
 };

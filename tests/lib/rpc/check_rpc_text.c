@@ -269,6 +269,87 @@ START_TEST(unparsable_frame_without_id_ends_nothing)
 }
 END_TEST
 
+/* ---- batches (docs/protocol.md, Batches) --------------------------- */
+
+/* On a session that allows them, each element is a message of its own,
+ * in order: notifications pass the ordered hook on the reader, the
+ * response reaches its waiter; by text and by parsed message alike. */
+START_TEST(batch_taken_in_order_when_allowed)
+{
+    struct json_object *reply = NULL;
+    struct aur__rpc_end end;
+    struct aur_error err;
+    struct aur__pending *p;
+    struct aur__rpc *r;
+    int64_t id;
+    char *frame;
+
+    fk_reset();
+    ev.ordered_stamp = 1;
+    r = fk_open(&fk_ops_min, NULL);
+    aur__rpc_allow_batches(r);
+    p = fk_request(r, "m", &id);
+    ck_assert(asprintf(&frame, "[{\"jsonrpc\":\"2.0\",\"method\":\"n1\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"result\":{}},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"n2\"}]",
+                       (long long)id) > 0);
+    if (_i == 0)
+        ck_assert_int_eq(fk_push_text(frame, &err), AUR_OK);
+    else
+        fk_push("%s", frame);
+    free(frame);
+    ck_assert_int_eq(fk_count(&ev.ordered_calls), 2);
+    ck_assert_int_eq(
+        aur__rpc_wait(r, p, fk_in(2000), false, &reply, &end, &err), AUR_OK);
+    json_object_put(reply);
+    ck_assert(fk_wait_for(&ev.nnotes, 2, 2000));
+    pthread_mutex_lock(&ev.mu);
+    ck_assert_str_eq(json_object_get_string(json_object_object_get(
+                         json_object_array_get_idx(ev.notes, 0), "method")),
+                     "n1");
+    ck_assert_str_eq(json_object_get_string(json_object_object_get(
+                         json_object_array_get_idx(ev.notes, 1), "method")),
+                     "n2");
+    pthread_mutex_unlock(&ev.mu);
+    ck_assert_int_eq(fk_count(&ev.batch_refused), 0);
+    aur__rpc_close(r, fk_in(2000));
+}
+END_TEST
+
+/* Refused as a whole, before any element is taken, and said so:
+ * without allow_batches any array; with it an empty one or one with an
+ * element that is not an object. */
+static const struct {
+    bool allowed;
+    const char *frame;
+} refused_batches[] = {
+    {false, "[{\"jsonrpc\":\"2.0\",\"method\":\"n1\"}]"},
+    {true, "[]"},
+    {true, "[{\"jsonrpc\":\"2.0\",\"method\":\"n1\"},1]"},
+    {true, "[{\"jsonrpc\":\"2.0\",\"method\":\"n1\"},[]]"},
+};
+
+START_TEST(batch_refused_whole)
+{
+    struct aur_error err;
+    struct aur__rpc *r;
+
+    fk_reset();
+    ev.ordered_stamp = 1;
+    r = fk_open(&fk_ops_min, NULL);
+    if (refused_batches[_i].allowed)
+        aur__rpc_allow_batches(r);
+    ck_assert_int_eq(fk_push_text(refused_batches[_i].frame, &err),
+                     AUR_E_PROTOCOL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "batch"));
+    fk_push("%s", refused_batches[_i].frame);
+    ck_assert_int_eq(fk_count(&ev.batch_refused), 2);
+    ck_assert_int_eq(fk_count(&ev.ordered_calls), 0);
+    ck_assert(!fk_wait_for(&ev.nnotes, 1, 100));
+    aur__rpc_close(r, fk_in(2000));
+}
+END_TEST
+
 /* ---- ids at the edges ---------------------------------------------- */
 
 static const struct {
@@ -579,6 +660,9 @@ void rpc_add_text(Suite *s)
     tcase_add_loop_test(t, unparsable_frame_without_id_ends_nothing, 0,
                         (int)AUR__ARRAY_LEN(unparsable_anonymous));
     tcase_add_loop_test(t, peek_id_table, 0, (int)AUR__ARRAY_LEN(peek_rows));
+    tcase_add_loop_test(t, batch_taken_in_order_when_allowed, 0, 2);
+    tcase_add_loop_test(t, batch_refused_whole, 0,
+                        (int)AUR__ARRAY_LEN(refused_batches));
     tcase_add_test(t, int64_edge_ids_name_no_request);
     tcase_add_test(t, max_mem_refuses_and_adjusts);
     suite_add_tcase(s, t);

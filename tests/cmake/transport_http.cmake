@@ -11,6 +11,7 @@ aur_add_check(check_transport_http
           plugins/transport-http/check_transport_http_xheader.c
           plugins/transport-http/check_transport_http_stop.c
           plugins/transport-http/check_transport_http_assist.c
+          plugins/transport-http/check_transport_http_resend.c
           http/http_host.c support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c
   LIBS ${CMAKE_DL_LIBS}

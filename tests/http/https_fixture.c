@@ -13,7 +13,8 @@
  * logged as one line: port, method, path, whether Authorization was
  * present (never its value), the MCP header values and all header names.
  * Thread per connection (at most 64), Connection: close on every
- * response.  Exits on stdin EOF or after 60 s.
+ * response but the keep-alive route's (/ka, which serves one request
+ * after another on a connection).  Exits on stdin EOF or after 60 s.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -46,7 +47,7 @@ static SSL_CTX *ctx;
 static FILE *logf_;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int ports[4];
-static int active;
+static int active, conns; /* (act_mu) conns: TLS connections so far */
 static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void logline(const char *fmt, ...)
@@ -61,10 +62,21 @@ static void logline(const char *fmt, ...)
     pthread_mutex_unlock(&log_mu);
 }
 
+/* How a connection ends once its last request is served. */
+enum conn_end {
+    END_NOTIFY, /* TLS close_notify, then FIN */
+    END_FIN,    /* FIN without close_notify */
+    END_RST,    /* RST (SO_LINGER 0), without close_notify */
+};
+
 struct req {
     SSL *ssl;
     int fd;
     char port; /* 'A' or 'B' */
+    int conn, seq;     /* the connection's number, the request's on it */
+    bool keep;         /* answered without Connection: close: read the
+                        * next request on this connection */
+    enum conn_end end; /* set by the route */
     char method[16], path[512], query[512];
     char hnames[2048];
     char session[256], mproto[64], mmethod[128], mname[256];
@@ -96,9 +108,10 @@ static void respond(struct req *r, int status, const char *ctype,
     size_t blen = body ? strlen(body) : 0;
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 %d X\r\n%s%s%s%sContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
+                     "%s\r\n",
                      status, ctype ? "Content-Type: " : "", ctype ? ctype : "",
-                     ctype ? "\r\n" : "", extra ? extra : "", blen);
+                     ctype ? "\r\n" : "", extra ? extra : "", blen,
+                     r->keep ? "" : "Connection: close\r\n");
     if (send_all(r, head, (size_t)n) && blen)
         send_all(r, body, blen);
 }
@@ -406,6 +419,27 @@ static long query_int(const struct req *r, const char *name, long dflt)
     return dflt;
 }
 
+/* Keep-alive (/ka): each request is answered on its connection, which
+ * then waits for the next, except a request with id "die": read whole,
+ * never answered, its connection ends as query end= says (notify: TLS
+ * close_notify and FIN, fin: FIN alone, rst: RST).  The listener stays
+ * open, so a request the client re-sends by itself on a new connection
+ * arrives: every one is logged with its connection and its place there,
+ * "KA conn=C seq=S id=I", to be counted across connections. */
+static void keep_alive(struct req *r)
+{
+    logline("KA conn=%d seq=%d id=%s", r->conn, r->seq, r->id);
+    if (strcmp(r->id, "\"die\"") != 0) {
+        r->keep = true;
+        result(r, 200);
+        return;
+    }
+    if (strstr(r->query, "end=rst"))
+        r->end = END_RST;
+    else if (strstr(r->query, "end=fin"))
+        r->end = END_FIN;
+}
+
 /* Legacy routes (any path starting /legacy).  Query deldelay=MS: the
  * DELETE is logged on arrival and answered MS later (a server slow to
  * end its session). */
@@ -524,9 +558,10 @@ static void route(struct req *r)
             sse_send(r, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{}}"
                      "\n\n", r->id);
         }
+    } else if (strcmp(p, "/ka") == 0) {
+        keep_alive(r);
     } else if (strcmp(p, "/reset") == 0) {
-        struct linger lg = {1, 0};
-        setsockopt(r->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        r->end = END_RST;
     } else if (strcmp(p, "/trunc") == 0) {
         if (sse_head(r, NULL)) {
             sse_send(r, "data: {\"jsonrpc\":\"2.0\",\"method\":\"n/one\"}\n\n");
@@ -576,6 +611,17 @@ struct conn_arg {
     int fd, which;
 };
 
+/* The connection stays: forget the request just served. */
+static void next_req(struct req *r)
+{
+    struct req keep = {.ssl = r->ssl, .fd = r->fd, .port = r->port,
+                       .conn = r->conn, .seq = r->seq};
+
+    json_object_put(r->msg);
+    free(r->body);
+    *r = keep;
+}
+
 static void *conn_main(void *arg)
 {
     struct conn_arg a = *(struct conn_arg *)arg;
@@ -610,7 +656,11 @@ static void *conn_main(void *arg)
         logline("TLS-FAIL port=%c", r.port);
         goto done;
     }
-    if (read_req(&r)) {
+    pthread_mutex_lock(&act_mu);
+    r.conn = ++conns;
+    pthread_mutex_unlock(&act_mu);
+    while (read_req(&r)) {
+        r.seq++;
         parse_body(&r);
         logline("REQ port=%c method=%s path=%s auth=%d rpc=%s "
                 "mcp-method=%s mcp-protocol-version=%s mcp-session-id=%s "
@@ -621,9 +671,16 @@ static void *conn_main(void *arg)
                 r.session[0] ? r.session : "-", r.mname[0] ? r.mname : "-",
                 r.hnames, r.xparams[0] ? r.xparams : " -");
         route(&r);
+        if (!r.keep)
+            break;
+        next_req(&r);
     }
-    if (strcmp(r.path, "/reset") != 0)
+    if (r.end == END_RST) {
+        struct linger lg = {1, 0};
+        setsockopt(r.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    } else if (r.end == END_NOTIFY) {
         SSL_shutdown(r.ssl);
+    }
 done:
     if (r.ssl)
         SSL_free(r.ssl);

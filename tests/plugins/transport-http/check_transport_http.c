@@ -20,6 +20,7 @@
 void http_xheader_tests(Suite *s);
 void http_stop_tests(Suite *s);
 void http_assist_tests(Suite *s);
+void http_resend_tests(Suite *s);
 
 /* ================================================================== */
 /* The plugin against the fixture                                     */
@@ -734,6 +735,7 @@ static Suite *suite(void)
 
     http_stop_tests(s);
     http_assist_tests(s);
+    http_resend_tests(s);
 
     http_xheader_tests(s);
     return s;

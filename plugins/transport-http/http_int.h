@@ -294,6 +294,7 @@ struct http_xfer {
     size_t body_off; /* request body bytes handed to curl */
     int attempts;    /* connections this hop was about to use */
     bool announced;  /* J_GET: its status went to get_state */
+    bool head_done;  /* streams: the final response's head is all in */
     bool *sent;      /* the job's: a request may have left (every hop) */
     int fd_errno;    /* EMFILE/ENFILE: a connection's descriptor could
                         not be made (its socket, or a file TLS opens) */

@@ -49,9 +49,10 @@
  *
  * Listening (the listen hook, legacy era): the standalone GET stream is
  * opened once notifications/initialized has been answered, and the hook
- * waits until it answered 200 text/event-stream (the server has it) or
- * anything else (not offered: AUR_DECLINE), so the first tools/list is
- * only sent once a change can reach us.
+ * waits until the whole head of its final answer is in (http_post.c,
+ * on_header): 200 text/event-stream (the server has it) or anything else
+ * (not offered: AUR_DECLINE), so the first tools/list is only sent once
+ * a change can reach us.
  *
  * ---- Settings ([transport-http] in host.ini, all optional; read by the
  * front, http_front.c) -----------------------------------------------

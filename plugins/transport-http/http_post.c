@@ -145,14 +145,50 @@ static aur_deadline wait_deadline(struct http_xfer *x)
 {
     struct http_job *j = x->j;
     if (j->kind == J_LISTEN || j->kind == J_GET) {
-        long st = 0;
         /* Streams: only the way to the response headers is bounded. */
-        curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
-        return st ? AUR_NO_DEADLINE : j->dl;
+        return x->head_done ? AUR_NO_DEADLINE : j->dl;
     }
     if (j->kind == J_DELETE || j->dl == AUR_NO_DEADLINE)
         return j->dl;
     return j->dl + GRACE_MS;
+}
+
+/*
+ * Every header line of every response of a stream, interim ones too.  A
+ * stream is judged once the head of its final response is complete, at
+ * the blank line that ends it: libcurl knows the status from the status
+ * line on, before the Content-Type that follows (it may come in a later
+ * read), and a 103 Early Hints has a status of its own.
+ */
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    struct http_xfer *x = ud;
+    size_t len = size * n;
+    long st = 0;
+
+    if ((len == 2 && p[0] == '\r' && p[1] == '\n') ||
+        (len == 1 && p[0] == '\n')) {
+        curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
+        if (st >= 200)
+            x->head_done = true;
+    }
+    return len;
+}
+
+/* The legacy GET's head is in: up when the server has the stream (200
+ * text/event-stream), anything else says it is not offered. */
+static void announce_get(struct http_xfer *x)
+{
+    long st = 0;
+    char *ct = NULL;
+
+    curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_getinfo(x->e, CURLINFO_CONTENT_TYPE, &ct);
+    x->announced = true;
+    http_get_state(x->c, st == 200 && ct &&
+                                 strncasecmp(ct, "text/event-stream", 17) == 0
+                             ? HTTP_GET_UP
+                             : HTTP_GET_ENDED);
 }
 
 /* The hop's transfer begins: its handle joins the multi, where cancel
@@ -196,20 +232,8 @@ static bool hop_poll(struct http_run *r, aur_deadline until)
             r->cc = CURLE_OUT_OF_MEMORY;
             return true;
         }
-        if (j->kind == J_GET && !x->announced) {
-            long st = 0;
-            curl_easy_getinfo(x->e, CURLINFO_RESPONSE_CODE, &st);
-            if (st) {
-                char *ct = NULL;
-                curl_easy_getinfo(x->e, CURLINFO_CONTENT_TYPE, &ct);
-                x->announced = true;
-                http_get_state(x->c, st == 200 && ct &&
-                                        strncasecmp(ct, "text/event-stream",
-                                                    17) == 0
-                                    ? HTTP_GET_UP
-                                    : HTTP_GET_ENDED);
-            }
-        }
+        if (j->kind == J_GET && !x->announced && x->head_done)
+            announce_get(x);
         if (!running) {
             msg = curl_multi_info_read(r->hc->multi, &left);
             r->cc = msg && msg->msg == CURLMSG_DONE ? msg->data.result
@@ -367,8 +391,11 @@ static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
     curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
-    if (j->kind == J_LISTEN || j->kind == J_GET)
+    if (j->kind == J_LISTEN || j->kind == J_GET) {
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    }
     if (j->kind == J_GET) {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     } else if (j->kind == J_DELETE) {

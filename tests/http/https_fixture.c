@@ -440,9 +440,40 @@ static void keep_alive(struct req *r)
         r->end = END_FIN;
 }
 
+/* The legacy GET stream's response head, in one write unless the query
+ * says: getsplit, the status line, a pause, then the header lines; get103,
+ * an interim 103 Early Hints, a pause, then the head; getstall, the status
+ * line and nothing more until the client hangs up (false: no stream). */
+static bool get_head(struct req *r)
+{
+    static const char status[] = "HTTP/1.1 200 OK\r\n";
+    static const char rest[] = "Content-Type: text/event-stream\r\n"
+                               "Cache-Control: no-cache\r\n"
+                               "Connection: close\r\n\r\n";
+    static const char hints[] = "HTTP/1.1 103 Early Hints\r\n"
+                                "Link: </hint>; rel=preload\r\n\r\n";
+
+    if (strstr(r->query, "get103")) {
+        if (!send_all(r, hints, sizeof hints - 1))
+            return false;
+        usleep(300 * 1000);
+    } else if (strstr(r->query, "getsplit") || strstr(r->query, "getstall")) {
+        if (!send_all(r, status, sizeof status - 1))
+            return false;
+        if (strstr(r->query, "getstall")) {
+            wait_gone(r, 10000);
+            return false;
+        }
+        usleep(300 * 1000);
+        return send_all(r, rest, sizeof rest - 1);
+    }
+    return sse_head(r, NULL);
+}
+
 /* Legacy routes (any path starting /legacy).  Query deldelay=MS: the
  * DELETE is logged on arrival and answered MS later (a server slow to
- * end its session). */
+ * end its session).  The GET stream: noget, answered 405; getend, it
+ * ends 0.5 s after its notification; get_head's words for its head. */
 static void legacy(struct req *r)
 {
     if (strcmp(r->method, "DELETE") == 0) {
@@ -474,11 +505,14 @@ static void legacy(struct req *r)
             respond(r, 405, NULL, "Allow: POST\r\n", NULL);
             return;
         }
-        if (!sse_head(r, NULL))
+        if (!get_head(r))
             return;
         sse_send(r, ": hello\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\","
                  "\"method\":\"notifications/tools/list_changed\"}\n\n");
-        wait_gone(r, 10000);
+        if (strstr(r->query, "getend"))
+            usleep(500 * 1000); /* then the stream ends */
+        else
+            wait_gone(r, 10000);
         return;
     }
     if (strcmp(r->rpc_method, "expire") == 0) {

@@ -486,6 +486,89 @@ START_TEST(legacy_session)
 }
 END_TEST
 
+/* A legacy session up to its standalone GET stream, which opens once
+ * notifications/initialized has been answered; path picks the GET's
+ * behaviour (https_fixture.c, legacy()). */
+static struct aur_conn *legacy_up(const char *path)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    c = open_ok();
+    send_ok(c, req("i0", "initialize"));
+    m = wait_id("i0", 5000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    send_ok(c, note("notifications/initialized"));
+    set_proto(c, 0, "2025-11-25");
+    return c;
+}
+
+/* The GET stream is judged on its whole head: the listen hook says it is
+ * up, its notification arrives, and its end later is a disconnect (a
+ * push channel lost).  The fixture may write the head in one piece, the
+ * status line apart from the header lines, or after a 103 Early Hints;
+ * judged at the status line, the last two read as "not offered"
+ * (AUR_DECLINE) and their end went unreported. */
+static void get_stream_up_then_lost(const char *path)
+{
+    struct aur_conn *c = legacy_up(path);
+    struct aur_error err;
+    struct json_object *m;
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    rc = OPS->listen(c, t_now() + 5000, &err);
+    ck_assert_msg(rc == AUR_OK, "listen: %d (%s)", rc,
+                  rc == AUR_DECLINE ? "AUR_DECLINE: read as not offered"
+                                    : err.msg);
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL),
+                     "notifications/tools/list_changed");
+    json_object_put(m);
+    ck_assert(wait_closed(3000));
+    ck_assert_int_eq(closed_code(), AUR_E_CLOSED);
+    ck_assert_ptr_nonnull(strstr(closed_msg(), "legacy GET stream ended"));
+    OPS->close(c, t_now() + 2000);
+}
+
+START_TEST(legacy_get_head_whole)
+{
+    get_stream_up_then_lost("/legacy?getend=1");
+}
+END_TEST
+
+START_TEST(legacy_get_head_split)
+{
+    get_stream_up_then_lost("/legacy?getend=1&getsplit=1");
+}
+END_TEST
+
+START_TEST(legacy_get_head_after_103)
+{
+    get_stream_up_then_lost("/legacy?getend=1&get103=1");
+}
+END_TEST
+
+/* A GET answered with a status line and then no header: the stream's
+ * deadline (timeout_ms, 3 s) still bounds the way to its head, so it
+ * ends as not offered and the transport hangs up long before close
+ * (when the status line lifted that bound, the GET held its thread and
+ * connection until close). */
+START_TEST(legacy_get_head_bounded)
+{
+    struct aur_conn *c = legacy_up("/legacy?getstall=1");
+    struct aur_error err;
+
+    ck_assert_int_eq(OPS->listen(c, t_now() + 10000, &err), AUR_DECLINE);
+    ck_assert(fx_wait("GONE path=/legacy", 6000));
+    ck_assert_int_eq(closed_count(), 0); /* never up: nothing lost */
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
 START_TEST(legacy_cancel_posts_cancelled)
 {
     struct aur_conn *c;
@@ -726,6 +809,10 @@ static Suite *suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 30);
     tcase_add_test(t, legacy_session);
+    tcase_add_test(t, legacy_get_head_whole);
+    tcase_add_test(t, legacy_get_head_split);
+    tcase_add_test(t, legacy_get_head_after_103);
+    tcase_add_test(t, legacy_get_head_bounded);
     tcase_add_test(t, legacy_cancel_posts_cancelled);
     tcase_add_test(t, cancel_aborts_transfer);
     tcase_add_test(t, close_aborts_inflight);

@@ -207,6 +207,18 @@ int http_start_stream_locked(struct aur_conn *c, struct http_job *j,
     return AUR_OK;
 }
 
+/* l with line added, or NULL with l freed: a list missing a header is
+ * never sent, and curl_slist_append leaves l as it was when it fails. */
+static struct curl_slist *append_or_free(struct curl_slist *l,
+                                         const char *line)
+{
+    struct curl_slist *n = curl_slist_append(l, line);
+
+    if (!n)
+        curl_slist_free_all(l);
+    return n;
+}
+
 void http_start_get_locked(struct aur_conn *c)
 {
     struct http_job *j = calloc(1, sizeof *j);
@@ -223,15 +235,12 @@ void http_start_get_locked(struct aur_conn *c)
     l = curl_slist_append(NULL, "Accept: text/event-stream");
     if (l && c->session) {
         snprintf(line, sizeof line, "Mcp-Session-Id: %s", c->session);
-        l = curl_slist_append(l, line) ? l : NULL;
+        l = append_or_free(l, line);
         j->with_session = true;
     }
     if (l) {
         snprintf(line, sizeof line, "MCP-Protocol-Version: %s", c->version);
-        if (!curl_slist_append(l, line)) {
-            curl_slist_free_all(l);
-            l = NULL;
-        }
+        l = append_or_free(l, line);
     }
     j->hdrs = l;
     if (!l || http_start_stream_locked(c, j, &err) != AUR_OK) {

@@ -12,11 +12,16 @@ aur_add_check(check_transport_http
           plugins/transport-http/check_transport_http_stop.c
           plugins/transport-http/check_transport_http_assist.c
           plugins/transport-http/check_transport_http_resend.c
+          plugins/transport-http/check_transport_http_oom.c
           http/http_host.c support/plugin_host.c
           ${CMAKE_SOURCE_DIR}/lib/aurx/path_rule.c
   LIBS ${CMAKE_DL_LIBS}
   DEPENDS transport-http transport-http-libcurl https_fixture TIMEOUT 120)
 target_include_directories(check_transport_http PRIVATE ${AUR_HTTP_PLUGIN_DIR})
+# The plugin's libcurl header-list calls reach check_transport_http_oom.c
+# first: the binary exports those two functions and nothing else.
+target_link_options(check_transport_http PRIVATE
+  -Wl,--dynamic-list=${CMAKE_CURRENT_LIST_DIR}/../http/curl_wrap.list)
 aur_add_check(check_http_parsers
   SOURCES plugins/transport-http/check_http_parsers.c
           ${AUR_HTTP_PLUGIN_DIR}/http_sse.c ${AUR_HTTP_PLUGIN_DIR}/http_url.c

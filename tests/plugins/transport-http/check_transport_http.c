@@ -21,6 +21,7 @@ void http_xheader_tests(Suite *s);
 void http_stop_tests(Suite *s);
 void http_assist_tests(Suite *s);
 void http_resend_tests(Suite *s);
+void http_oom_tests(Suite *s);
 
 /* ================================================================== */
 /* The plugin against the fixture                                     */
@@ -823,6 +824,7 @@ static Suite *suite(void)
     http_stop_tests(s);
     http_assist_tests(s);
     http_resend_tests(s);
+    http_oom_tests(s);
 
     http_xheader_tests(s);
     return s;

@@ -314,7 +314,11 @@ static int send_pending(struct aur__rpc *r, struct aur__pending *p,
         json_object_put(params);
         return aur_fail(err, AUR_E_NOMEM, ENOMEM, "out of memory");
     }
-    /* In the table before the bytes leave: the reply may beat send(). */
+    /* In the table before the bytes leave: the reply may beat send().
+     * An answer before they could have left is forged; a transport that
+     * holds or delays the request drops it meanwhile (aur_plugin.h, cork;
+     * transport-stdio's stdio_ids.c), which leaves the few steps from here
+     * to its write(). */
     aur__rpc_table_add(r, p);
     if (p->detached) {
         p->dnext = r->detached;

@@ -8,6 +8,12 @@
  * thread's framing, stdio_assist.c) do not call each other: both read the
  * same list here, under the child's mu.
  *
+ * The ids of held requests not yet written (unsent) are here too: a
+ * response naming one is dropped before the host sees it
+ * (stdio_answers_unsent), since the host would end that call with the
+ * server's words (say "failed") while the request is still written
+ * afterwards, and the server may run it.
+ *
  * Thread rules: the writer adds and removes under mu; a response, read by
  * the I/O thread or by a caller in an assist, removes under mu.
  */
@@ -22,38 +28,73 @@
 
 /* Requests whose integer ids we remember (a bound for the lost ones). */
 #define MAX_IDS 256
+/* Held requests not yet written: STDIO_HELD_MAX holds no more requests
+ * of 64 bytes (a tools/call is longer). */
+#define MAX_UNSENT (STDIO_HELD_MAX / 64)
+
+/* The id sets (ids, unsent) of a child: mu held.  n is also read
+ * without mu (atomically), to skip work while a set is empty. */
+static bool set_has(const int64_t *v, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == id)
+            return true;
+    return false;
+}
+
+static void set_remove(int64_t *v, size_t *n, int64_t id)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (v[i] == id) {
+            v[i] = v[*n - 1];
+            __atomic_store_n(n, *n - 1, __ATOMIC_RELAXED);
+            return;
+        }
+}
+
+static bool set_add(int64_t **v, size_t *n, size_t *cap, size_t max,
+                    int64_t id)
+{
+    int64_t *g = aur__grow(*v, cap, *n + 1, sizeof *g, 8, max);
+
+    if (!g)
+        return false;
+    *v = g;
+    g[*n] = id;
+    __atomic_store_n(n, *n + 1, __ATOMIC_RELAXED);
+    return true;
+}
 
 /* mu held. */
 bool stdio_ids_has(const struct stdio_child *ch, int64_t id)
 {
-    for (size_t i = 0; i < ch->n_ids; i++)
-        if (ch->ids[i] == id)
-            return true;
-    return false;
+    return set_has(ch->ids, ch->n_ids, id);
 }
 
 /* mu held. */
 void stdio_ids_remove(struct stdio_child *ch, int64_t id)
 {
-    for (size_t i = 0; i < ch->n_ids; i++)
-        if (ch->ids[i] == id) {
-            ch->ids[i] = ch->ids[ch->n_ids - 1];
-            __atomic_store_n(&ch->n_ids, ch->n_ids - 1, __ATOMIC_RELAXED);
-            return;
-        }
+    set_remove(ch->ids, &ch->n_ids, id);
 }
 
 /* mu held.  Full or out of memory: not remembered (no assist then). */
 void stdio_ids_add(struct stdio_child *ch, int64_t id)
 {
-    int64_t *g = aur__grow(ch->ids, &ch->cap_ids, ch->n_ids + 1, sizeof *g, 8,
-                           MAX_IDS);
+    (void)set_add(&ch->ids, &ch->n_ids, &ch->cap_ids, MAX_IDS, id);
+}
 
-    if (!g)
-        return;
-    ch->ids = g;
-    ch->ids[ch->n_ids] = id;
-    __atomic_store_n(&ch->n_ids, ch->n_ids + 1, __ATOMIC_RELAXED);
+/* mu held.  false: full or out of memory, and then the request must not
+ * be held (nothing could tell its answer from a forged one). */
+bool stdio_unsent_add(struct stdio_child *ch, int64_t id)
+{
+    return set_add(&ch->unsent, &ch->n_unsent, &ch->cap_unsent, MAX_UNSENT,
+                   id);
+}
+
+/* mu held. */
+void stdio_unsent_remove(struct stdio_child *ch, int64_t id)
+{
+    set_remove(ch->unsent, &ch->n_unsent, id);
 }
 
 /*
@@ -108,4 +149,121 @@ void stdio_note_response(struct stdio_child *ch, struct json_object *msg)
         json_object_is_type(id, json_type_int) &&
         !json_object_object_get_ex(msg, "method", NULL))
         stdio_response_seen(ch, json_object_get_int64(id));
+}
+
+/*
+ * The literal member names at the top of a JSON object text: every
+ * integer value of an "id" (up to n of them in ids, *n_ids found; more
+ * than n counts as n + 1), and whether a "method" is there.  Names with
+ * escapes are not literal.  Not a validator: any text goes, and what a
+ * text that is not JSON yields is only ever used to drop it.
+ */
+struct top_keys {
+    int64_t ids[4];
+    size_t n_ids;
+    bool method;
+};
+
+/* The value of an "id" member at buf[i]: into k when it is an integer. */
+static void top_id(const char *buf, size_t len, size_t i, struct top_keys *k)
+{
+    size_t d;
+    int64_t v = 0;
+
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' ||
+                       buf[i] == '\n'))
+        i++;
+    for (d = i; i < len && buf[i] >= '0' && buf[i] <= '9' && i - d < 18; i++)
+        v = v * 10 + (buf[i] - '0');
+    if (i == d)
+        return; /* negative, a string, ...: no held id (they are >= 0) */
+    if (k->n_ids < sizeof k->ids / sizeof k->ids[0])
+        k->ids[k->n_ids] = v;
+    k->n_ids++;
+}
+
+static void top_keys_scan(const char *buf, size_t len, struct top_keys *k)
+{
+    int depth = 0;
+
+    for (size_t i = 0; i < len; i++) {
+        size_t s, e;
+        bool esc = false;
+
+        if (buf[i] == '{' || buf[i] == '[')
+            depth++;
+        else if (buf[i] == '}' || buf[i] == ']')
+            depth--;
+        if (buf[i] != '"')
+            continue;
+        for (s = ++i; i < len && buf[i] != '"'; i++)
+            if (buf[i] == '\\') {
+                esc = true;
+                i++;
+            }
+        if (i >= len)
+            return;
+        e = i;
+        while (i + 1 < len && strchr(" \t\r\n", buf[i + 1]))
+            i++;
+        if (depth != 1 || esc || i + 1 >= len || buf[i + 1] != ':')
+            continue; /* a string value, or deeper */
+        if (e - s == 2 && memcmp(buf + s, "id", 2) == 0)
+            top_id(buf, len, i + 2, k);
+        else if (e - s == 6 && memcmp(buf + s, "method", 6) == 0)
+            k->method = true;
+    }
+}
+
+/* mu held.  Any of k's ids unsent (or too many ids to tell). */
+static bool names_unsent(const struct stdio_child *ch,
+                         const struct top_keys *k)
+{
+    size_t n = sizeof k->ids / sizeof k->ids[0];
+
+    if (k->n_ids > n)
+        return true;
+    for (size_t i = 0; i < k->n_ids; i++)
+        if (set_has(ch->unsent, ch->n_unsent, k->ids[i]))
+            return true;
+    return false;
+}
+
+/*
+ * Whether a frame may answer a request held and not yet written (only
+ * asked while there are such).  The host finds a response's id more than
+ * one way: its reply scan reads the literal "id" member of a frame
+ * without a literal "method", its parse takes the last "id" after
+ * escapes, and a frame that does not parse ends the request its first
+ * literal "id" names.  Every one of those ids is checked: a frame that
+ * names an unsent id in any of them is taken for an answer to it.  Only
+ * a frame the parse calls a request and that says "method" literally
+ * (so no way reads it as a response) is let through.
+ */
+bool stdio_answers_unsent(struct stdio_child *ch, const char *buf, size_t len)
+{
+    const struct aur_host *h = ch->conn->st->host;
+    struct top_keys k = {.n_ids = 0};
+    struct json_object *msg = NULL, *id;
+    struct aur_error e;
+    bool request = false, parsed = false, named;
+    int64_t pid = 0;
+
+    top_keys_scan(buf, len, &k);
+    if (h->json_parse(buf, len, &msg, &e) == AUR_OK &&
+        json_object_is_type(msg, json_type_object)) {
+        request = json_object_object_get_ex(msg, "method", NULL);
+        parsed = !request && json_object_object_get_ex(msg, "id", &id) &&
+                 json_object_is_type(id, json_type_int);
+        if (parsed)
+            pid = json_object_get_int64(id);
+    }
+    json_object_put(msg);
+    if (request && k.method)
+        return false;
+    pthread_mutex_lock(&ch->mu);
+    named = names_unsent(ch, &k) ||
+            (parsed && set_has(ch->unsent, ch->n_unsent, pid));
+    pthread_mutex_unlock(&ch->mu);
+    return named;
 }

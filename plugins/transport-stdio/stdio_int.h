@@ -134,6 +134,9 @@ struct stdio_child {
     int kick_w1;         /* (mu) wake-up pipe of the I/O thread + 1, 0 none */
     int64_t *ids;        /* (mu) integer ids of requests awaiting a reply */
     size_t n_ids, cap_ids; /* (mu; n_ids also read atomically) */
+    int64_t *unsent;     /* (mu) ids of held requests not yet written */
+    size_t n_unsent, cap_unsent; /* (mu; n_unsent also read atomically) */
+    uint64_t dropped;    /* (mu) frames dropped for answering one */
 
     /* The stdout owner only. */
     char *line;
@@ -603,6 +606,16 @@ bool stdio_request_id(const char *buf, size_t len, int64_t *id,
 bool stdio_ids_has(const struct stdio_child *ch, int64_t id);
 void stdio_ids_add(struct stdio_child *ch, int64_t id);
 void stdio_ids_remove(struct stdio_child *ch, int64_t id);
+/* The ids of held requests none of whose bytes were handed to write()
+ * yet; mu held.  add: false when full (or out of memory): then the
+ * request is not held. */
+bool stdio_unsent_add(struct stdio_child *ch, int64_t id);
+void stdio_unsent_remove(struct stdio_child *ch, int64_t id);
+/* Whether the frame buf[0..len) may be taken by the host for an answer
+ * to an unsent request (then it must be dropped).  Parses; ask only
+ * while n_unsent > 0.  Takes mu. */
+bool stdio_answers_unsent(struct stdio_child *ch, const char *buf,
+                          size_t len);
 /* A response came for id (arg: the child), or msg (borrowed) is one:
  * forget its id.  Take mu. */
 void stdio_response_seen(void *arg, int64_t id);

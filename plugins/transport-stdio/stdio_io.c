@@ -203,6 +203,24 @@ static void limit_exceeded(struct stdio_child *ch)
     report_closed(ch, &e);
 }
 
+/* A frame that may answer a request not yet written (stdio_ids.c): the
+ * server cannot have read that request, so the frame is a guess or a
+ * mistake, and the host must not end the call by it (the request is
+ * still written later).  Dropped, counted, said once per App process. */
+static void drop_unsent_answer(struct stdio_child *ch, size_t len)
+{
+    const struct stdio_state *st = ch->conn->st;
+    uint64_t n;
+
+    pthread_mutex_lock(&ch->mu);
+    n = ++ch->dropped;
+    pthread_mutex_unlock(&ch->mu);
+    st->host->log(st->self, n == 1 ? AUR_LOG_WARN : AUR_LOG_DEBUG,
+                  "%s: dropped a response (%zu bytes, %llu so far) naming a "
+                  "request not yet written to the App",
+                  ch->conn->package, len, (unsigned long long)n);
+}
+
 /* One complete line (without its LF).  false: framing is lost. */
 static bool frame(struct stdio_child *ch, const char *buf, size_t len)
 {
@@ -221,6 +239,12 @@ static bool frame(struct stdio_child *ch, const char *buf, size_t len)
         return false;
     }
     AUR_PERTURB("stdio.frame");
+    /* Only while requests are held unwritten (a batch): it parses. */
+    if (__atomic_load_n(&ch->n_unsent, __ATOMIC_RELAXED) &&
+        stdio_answers_unsent(ch, buf, len)) {
+        drop_unsent_answer(ch, len);
+        return true;
+    }
     if (sink->on_text) {
         /* The host parses (or reads a call's reply without a tree). */
         if (!sink_enter(ch, false))
@@ -491,6 +515,10 @@ void *stdio_io_main(void *arg)
     ch->ids = NULL;
     __atomic_store_n(&ch->n_ids, 0, __ATOMIC_RELAXED);
     ch->cap_ids = 0;
+    free(ch->unsent);
+    ch->unsent = NULL;
+    __atomic_store_n(&ch->n_unsent, 0, __ATOMIC_RELAXED);
+    ch->cap_unsent = 0;
     pthread_mutex_unlock(&ch->mu);
     if (kick[0] >= 0) {
         close(kick[0]);

@@ -235,14 +235,49 @@ static int stdio_open(void *state, const struct aur_cfg *endpoint,
     return AUR_OK;
 }
 
-/* Take the write token before dl. */
-static int token_take(struct aur_conn *c, aur_deadline dl,
-                      struct aur_error *err)
+/* Request s (a send's) counts as unsent while its send waits for the
+ * token: the host has it in its table already, so an answer to it
+ * before its bytes can leave can only be forged (stdio_ids.c).  false:
+ * not marked (no integer id, or no room to remember it). */
+static bool unsent_mark(struct stdio_child *ch, const char *s, size_t len,
+                        int64_t *id)
+{
+    bool call, marked;
+
+    if (!ch || !s || !stdio_request_id(s, len, id, &call))
+        return false;
+    pthread_mutex_lock(&ch->mu);
+    marked = stdio_unsent_add(ch, *id);
+    pthread_mutex_unlock(&ch->mu);
+    return marked;
+}
+
+static void unsent_unmark(struct stdio_child *ch, int64_t id)
+{
+    pthread_mutex_lock(&ch->mu);
+    stdio_unsent_remove(ch, id);
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/* Take the write token before dl, for a send of s (NULL: not a send).
+ * Only a send that has to wait marks s unsent (so an uncontended send
+ * costs the reader nothing); the mark goes with the wait, and holding s
+ * marks it again, writing it hands it on. */
+static int token_take(struct aur_conn *c, const char *s, size_t len,
+                      aur_deadline dl, struct aur_error *err)
 {
     const struct aur_host *h = c->st->host;
+    struct stdio_child *ch = s ? c->child : NULL; /* no reopen in a send */
+    bool marked = false;
+    int64_t id = 0;
     int rc = AUR_OK;
 
     pthread_mutex_lock(&c->mu);
+    if (c->writing) {
+        pthread_mutex_unlock(&c->mu);
+        marked = unsent_mark(ch, s, len, &id);
+        pthread_mutex_lock(&c->mu);
+    }
     while (c->writing && stdio_cond_wait(h, &c->cv, &c->mu, dl))
         ;
     if (c->writing)
@@ -254,6 +289,8 @@ static int token_take(struct aur_conn *c, aur_deadline dl,
     else
         c->writing = true;
     pthread_mutex_unlock(&c->mu);
+    if (marked)
+        unsent_unmark(ch, id);
     return rc;
 }
 
@@ -327,7 +364,7 @@ static int stdio_send_text(struct aur_conn *c, const char *s, size_t len,
 
     if (!c || !s)
         return aur_fail(err, AUR_E_NOT_SENT, AUR_E_INVAL, "send: no message");
-    rc = token_take(c, dl, err);
+    rc = token_take(c, s, len, dl, err);
     if (rc != AUR_OK)
         return rc;
     ch = c->child;
@@ -484,7 +521,7 @@ static int stdio_reopen(struct aur_conn *c, aur_deadline dl,
 
     if (!c)
         return aur_fail(err, AUR_E_INVAL, 0, "reopen: no connection");
-    rc = token_take(c, dl, err);
+    rc = token_take(c, NULL, 0, dl, err);
     if (rc != AUR_OK)
         return rc;
     old = c->child;

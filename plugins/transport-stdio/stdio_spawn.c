@@ -151,6 +151,9 @@ static void child_free(struct stdio_child *ch, int64_t gone_by)
     pthread_mutex_destroy(&ch->mu);
     free(ch->line);
     free(ch->eline);
+    /* The I/O thread's end freed them, unless a send came after it. */
+    free(ch->ids);
+    free(ch->unsent);
     for (size_t i = 0; i < ch->n_redact; i++)
         free(ch->redact[i]);
     free(ch->redact);

@@ -193,7 +193,7 @@ int stdio_held_add(struct stdio_child *ch, struct stdio_held *h,
     struct stdio_held_msg *m;
     char *nb;
     int64_t id;
-    bool is_call, exited;
+    bool is_call, exited, kept;
 
     /* Only a request whose end the host can be told of is kept: its
      * id, and a sink that hears it. */
@@ -211,11 +211,14 @@ int stdio_held_add(struct stdio_child *ch, struct stdio_held *h,
     h->msg = m;
     pthread_mutex_lock(&ch->mu);
     exited = ch->exited;
-    if (!exited) /* before the bytes can leave, as for a write */
+    /* Unsent until the flush hands it to write(): no answer to it is
+     * taken before (stdio_ids.c).  Awaited from now, as for a write. */
+    kept = !exited && stdio_unsent_add(ch, id);
+    if (kept)
         stdio_ids_add(ch, id);
     pthread_mutex_unlock(&ch->mu);
-    if (exited)
-        return AUR_DECLINE; /* written now, it fails as it should */
+    if (!kept) /* written now: exited, it fails as it should */
+        return AUR_DECLINE;
     memcpy(h->buf + h->len, buf, len);
     h->buf[h->len + len] = '\n';
     h->len += len + 1;
@@ -236,6 +239,14 @@ void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
 
     if (h->n == 0)
         return;
+    /* From here their bytes may leave (or never will): an answer naming
+     * one is an answer.  Between this and write() taking the bytes, a
+     * forged answer could still end a call that is then written; the
+     * window is this function's next few lines. */
+    pthread_mutex_lock(&ch->mu);
+    for (size_t i = 0; i < h->n; i++)
+        stdio_unsent_remove(ch, h->msg[i].id);
+    pthread_mutex_unlock(&ch->mu);
     if (!closing && !ch->in_broken && ch->in_fd >= 0) {
         aur__nosigpipe_begin(&ns);
         /* The held lines end in LF; write_all adds the last one. */

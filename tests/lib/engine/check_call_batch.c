@@ -390,6 +390,40 @@ START_TEST(batch_busy_app_holds_up_no_other)
 }
 END_TEST
 
+/* 20. A server that answers a request the batch still holds (it guessed
+ * the id): that answer ends nothing.  Taken, it would end the call
+ * failed ("not sent"), and the batch's end would then write the
+ * request all the same. */
+START_TEST(batch_answer_to_held_is_dropped)
+{
+    const char *opts[] = {"--forge-next", "--call-delay-ms", "300", NULL};
+
+    add_app("a.ini", PKG, logpath, 30, NULL, opts);
+    struct aur_mcp *h = host();
+    ck_assert_int_eq(start(h, TOOL, "{\"text\":\"k000\"}", -1, 0), AUR_OK);
+    aur_mcp_batch_begin(h);
+    /* The next id: held, and answered (forged) right after slot 0's. */
+    ck_assert_int_eq(start(h, TOOL, "{\"text\":\"k001\"}", -1, 1), AUR_OK);
+    for (int64_t until = h_now_ms() + h_slack(5000);
+         runs() == 0 && h_now_ms() < until;)
+        usleep(10000);
+    usleep(300000); /* the forged answer is read */
+    pthread_mutex_lock(&o.mu);
+    ck_assert_msg(o.times[0] == 1 && o.times[1] == 0,
+                  "a held call ended by an answer to its unwritten request: "
+                  "%d runs, %d (%s)", o.times[1], o.status[1],
+                  o.content[1] ? o.content[1] : "");
+    pthread_mutex_unlock(&o.mu);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 1);
+    aur_mcp_batch_end(h);
+    wait_runs(2, 5000);
+    all_succeeded_once(2);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_count_lines(logpath, "tools/call"), 2);
+}
+END_TEST
+
+
 void call_batch_tests(TCase *t)
 {
     tcase_add_test(t, batch_holds_until_end);
@@ -403,4 +437,5 @@ void call_batch_tests(TCase *t)
     tcase_add_test(t, batch_thread_exits_open);
     tcase_add_test(t, batch_blocking_call_inside);
     tcase_add_loop_test(t, batch_busy_app_holds_up_no_other, 0, 2);
+    tcase_add_test(t, batch_answer_to_held_is_dropped);
 }

@@ -384,14 +384,16 @@ int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
  * part unknown; the deadline runs from the call's start.  Only the
  * calls aur_mcp_call_start sends on this thread are held (not those it
  * runs as aur_mcp_call_async does), of at most 16 Apps; a call that
- * waits for its answer on this thread (aur_mcp_call) first writes what
- * is held for its App.  Keep a batch short: nothing held leaves before
- * the end.  The end first writes to each App what it has room for, then
- * the rest, which may wait as a send may (at most until that App's
- * earliest deadline) for an App that does not read; such an App holds up
- * no other's requests.  An answer naming a request still held (the
- * server cannot have read it) is dropped, never taken for that call's.
- * aur_mcp_shutdown on another thread waits for the
+ * waits on this thread (aur_mcp_call) first writes what is held for its
+ * App, before it waits for a max_in_flight slot, and takes that App out
+ * of the batch; the other Apps get what they have room for.  Keep a
+ * batch short: nothing held leaves before the end.  The end first
+ * writes to each App what it has room for, then the rest, which may wait
+ * as a send may (at most until that App's earliest deadline) for an App
+ * that does not read; such an App holds up no other's requests.  An
+ * answer naming a request still held (the server cannot have read it) is
+ * dropped, never taken for that call's.  aur_mcp_shutdown on another
+ * thread waits for the
  * end, however long; on this thread it writes the batch first; a thread
  * that ends with its batch open writes it as it ends.  Begins
  * nest; the outermost end writes.  A batch belongs to one host and one

@@ -658,7 +658,8 @@ struct aur_transport_ops {
      * transport may treat TRY as doing nothing).  Corking is the
      * thread's: TRY or OFF from a thread that did not cork c does nothing
      * (the host says OFF on any thread before it waits there for an
-     * answer).  A frame that answers a kept request none of whose
+     * answer or a slot, and TRY then ON to the batch's other
+     * connections).  A frame that answers a kept request none of whose
      * bytes were handed to write() yet must not reach the sink: the host
      * would end that call by it, and the request is still written.
      * Without the hook every request is written as it is sent.

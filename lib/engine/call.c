@@ -434,6 +434,10 @@ static void call_app(struct aur__tool *t, struct json_object *args,
     struct aur__pending *p = NULL;
     struct aur__call c;
 
+    /* It waits (for a slot, for its answer): nothing this thread holds
+     * waits with it, least of all what may hold the slot. */
+    if (t->app)
+        aur__batch_before_wait(t->app);
     if (aur__call_enter(t, args, timeout_ms, true, &c, out) != 1)
         return;
     if (aur__call_send(&c, args, NULL, &p, out) == AUR_OK)

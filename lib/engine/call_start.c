@@ -305,6 +305,7 @@ static __thread struct batch {
 } tls_batch;
 
 static void batch_flush(struct batch *b);
+static void batch_leave(struct batch *b, size_t i);
 
 /* A thread that ends with its batch open (it returned, was cancelled)
  * writes the batch then: a close would wait for it forever. */
@@ -358,14 +359,8 @@ static void batch_flush(struct batch *b)
     for (size_t i = 0; b->n > 1 && i < b->n; i++)
         (void)aur__rpc_cork(b->rpcs[i], AUR_CORK_TRY);
     while (b->n > 0) {
-        struct aur__app *app = b->apps[--b->n];
-
         AUR_PERTURB("call_start.batch_end");
-        (void)aur__rpc_cork(b->rpcs[b->n], AUR_CORK_OFF);
-        pthread_mutex_lock(&app->mu);
-        app->batched--;
-        pthread_cond_broadcast(&app->cv);
-        pthread_mutex_unlock(&app->mu);
+        batch_leave(b, b->n - 1);
     }
     if (batch_key != (pthread_key_t)-1)
         (void)pthread_setspecific(batch_key, NULL);
@@ -397,6 +392,41 @@ void aur__batch_drop(struct aur_mcp *h)
 {
     if (tls_batch.h == h)
         batch_flush(&tls_batch);
+}
+
+/* App i leaves the batch: what it holds is written, waiting as a send
+ * would, and a close may free it again.  A later call rejoins it. */
+static void batch_leave(struct batch *b, size_t i)
+{
+    struct aur__app *app = b->apps[i];
+    struct aur__rpc *rpc = b->rpcs[i];
+
+    b->apps[i] = b->apps[--b->n];
+    b->rpcs[i] = b->rpcs[b->n];
+    (void)aur__rpc_cork(rpc, AUR_CORK_OFF);
+    pthread_mutex_lock(&app->mu);
+    app->batched--;
+    pthread_cond_broadcast(&app->cv);
+    pthread_mutex_unlock(&app->mu);
+}
+
+void aur__batch_before_wait(struct aur__app *app)
+{
+    struct batch *b = &tls_batch;
+
+    if (b->depth == 0 || b->h != app->mcp)
+        return;
+    /* The others first, without waiting, each corked again after. */
+    for (size_t i = 0; i < b->n; i++)
+        if (b->apps[i] != app) {
+            (void)aur__rpc_cork(b->rpcs[i], AUR_CORK_TRY);
+            (void)aur__rpc_cork(b->rpcs[i], AUR_CORK_ON);
+        }
+    for (size_t i = 0; i < b->n; i++)
+        if (b->apps[i] == app) {
+            batch_leave(b, i);
+            break;
+        }
 }
 
 /* For the pool: a copy of args it owns (never {} for want of memory). */

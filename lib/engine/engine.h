@@ -441,6 +441,12 @@ void aur__call_leave(struct aur__call *c, struct json_object *args,
 /* call_start.c: what this thread's batch holds for h's Apps is written
  * now (the batch stays open, empty): a close would wait for it. */
 void aur__batch_drop(struct aur_mcp *h);
+/* call_start.c: this thread is about to wait for app (a blocking call:
+ * for a max_in_flight slot, then for its answer).  What its batch holds
+ * for app is written first (those requests may hold the very slots it
+ * waits for), and app leaves the batch; every other App of the batch
+ * writes what it has room for now.  No lock held. */
+void aur__batch_before_wait(struct aur__app *app);
 
 /* call_result.c.  out is writable and owned by the caller; any thread. */
 /* Every field of out zero but the caller's struct_size. */

@@ -423,6 +423,36 @@ START_TEST(batch_answer_to_held_is_dropped)
 }
 END_TEST
 
+/* 21. A blocking call on the batch's thread to an App whose
+ * max_in_flight slots are taken by this thread's held requests: it
+ * writes them before it waits for a slot, so neither waits for the
+ * other (it used to wait out its whole timeout, then fail). */
+START_TEST(batch_blocking_call_gate_full)
+{
+    struct aur_tool_output out = {.struct_size = sizeof out};
+    int64_t t0, took;
+
+    add_app("a.ini", PKG, logpath, 30, "max_in_flight = 1", NULL);
+    struct aur_mcp *h = host();
+    aur_mcp_batch_begin(h);
+    ck_assert_int_eq(start(h, TOOL, "{\"text\":\"k000\"}", -1, 0), AUR_OK);
+    t0 = h_now_ms();
+    ck_assert_int_eq(aur_mcp_call(h, TOOL, "{\"text\":\"blk\"}", 14, 3000,
+                                  &out),
+                     AUR_OK);
+    took = h_now_ms() - t0;
+    ck_assert_msg(out.status == AUR_CALL_SUCCEEDED && took < h_slack(1500),
+                  "blocking call: %d (%s) after %lld ms", out.status,
+                  out.content, (long long)took);
+    ck_assert_str_eq(out.content, "blk");
+    aur_tool_output_clear(&out);
+    ck_assert_int_eq(runs(), 1); /* before the end: the held one ran */
+    aur_mcp_batch_end(h);
+    all_succeeded_once(1);
+    aur_mcp_destroy(h);
+}
+END_TEST
+
 
 void call_batch_tests(TCase *t)
 {
@@ -438,4 +468,5 @@ void call_batch_tests(TCase *t)
     tcase_add_test(t, batch_blocking_call_inside);
     tcase_add_loop_test(t, batch_busy_app_holds_up_no_other, 0, 2);
     tcase_add_test(t, batch_answer_to_held_is_dropped);
+    tcase_add_test(t, batch_blocking_call_gate_full);
 }

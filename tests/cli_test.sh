@@ -502,6 +502,27 @@ for how in pipe file; do
     expect_eq "$(echo "$out" | grep -c '"status":"succeeded"')" 300 "$how: every call answered"
     expect_eq "$(echo "$out" | sed -n 's/^{"id":\([0-9]*\),"result":{"status":"succeeded","content":"n\1".*/\1/p' | sort -un | wc -l)" 300 "$how: each id once, with its own answer"
 done
+# A burst serve holds in a batch, in which a request too big to hold
+# waits for an App that does not read (busy in a call, its stdin full):
+# the held request of another App is written while that send waits, not
+# after it, so it is answered within its 2 s (it used to end unknown,
+# written only after its deadline).  From a file, behind a 1.5 MB line
+# that grows serve's input buffer to 2 MiB: the whole burst is read at
+# once, so the batch is still open when the send waits.
+mkcfg "$T/v"
+addapp "$T/v" a.ini org.test.va 30 --era modern
+addapp "$T/v" b.ini org.test.vb 30 --era modern --call-delay-ms 4000
+addapp "$T/v" c.ini org.test.vc 2 --era modern
+vcall() { # id, App, text length, text character
+    printf '{"id":%s,"op":"call","tool":"aur.mcp.org.test.%s.t0000","arguments":{"text":"%s"}}\n' \
+        "$1" "$2" "$(head -c "$3" /dev/zero | tr '\0' "$4")"
+}
+{ vcall 0 va 1500000 g; vcall 1 vb 1 y; vcall 2 vb 40000 f; vcall 3 vc 3 k
+  vcall 4 vb 300000 b; } >"$T/vburst"
+out=$(timeout -k 5 60 "$BIN" serve -c "$T/v" <"$T/vburst" 2>/dev/null)
+expect_eq $? 0 "serve burst with a blocked send"
+expect_has "$out" '{"id":3,"result":{"status":"succeeded","content":"kkk"' "serve: a held request is not written behind a blocked send"
+expect_eq "$(leftover "$T/v")" 0 "no child after a blocked send"
 # A line over 64 MiB is answered once as bad_request and skipped to its
 # end; the request after it is still answered.
 out=$({ head -c $((64 * 1024 * 1024 + 10)) /dev/zero | tr '\0' 'x'; echo

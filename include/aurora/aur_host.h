@@ -390,10 +390,10 @@ int aur_mcp_call_start(struct aur_mcp *h, const char *tool_id,
  * batch short: nothing held leaves before the end.  The end first
  * writes to each App what it has room for, then the rest, which may wait
  * as a send may (at most until that App's earliest deadline) for an App
- * that does not read; such an App holds up no other's requests.  An
- * answer naming a request still held (the server cannot have read it) is
- * dropped, never taken for that call's.  aur_mcp_shutdown on another
- * thread waits for the
+ * that does not read; such an App holds up no other's requests, at the
+ * end or while a send on this thread waits for it.  An answer naming a
+ * request still held (the server cannot have read it) is dropped, never
+ * taken for that call's.  aur_mcp_shutdown on another thread waits for the
  * end, however long; on this thread it writes the batch first; a thread
  * that ends with its batch open writes it as it ends.  Begins
  * nest; the outermost end writes.  A batch belongs to one host and one

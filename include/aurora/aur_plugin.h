@@ -661,8 +661,10 @@ struct aur_transport_ops {
      * answer or a slot, and TRY then ON to the batch's other
      * connections).  A frame that answers a kept request none of whose
      * bytes were handed to write() yet must not reach the sink: the host
-     * would end that call by it, and the request is still written.
-     * Without the hook every request is written as it is sent.
+     * would end that call by it, and the request is still written.  A
+     * send that waits for c should give this thread's other corked
+     * connections what needs no wait.  Without the hook every request is
+     * written as it is sent.
      */
     void (*cork)(struct aur_conn *c, int on);
 

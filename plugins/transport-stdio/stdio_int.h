@@ -578,6 +578,14 @@ void stdio_held_flush(struct stdio_child *ch, struct stdio_held *h,
 bool stdio_held_fits(const struct stdio_child *ch, const struct stdio_held *h);
 void stdio_held_free(struct stdio_held *h);
 
+/* ---- stdio_plugin.c ------------------------------------------------ */
+
+/* This thread is about to wait on c (for its write token, or for room in
+ * its stdin): the other connections it corks write what they hold where
+ * that needs no wait (AUR_CORK_TRY), so an App that does not read holds
+ * up no other App's held requests.  Cheap when this thread corks none. */
+void stdio_cork_others(const struct aur_conn *c);
+
 /* ---- stdio_stderr.c (the I/O thread) -------------------------------- */
 
 /* Read stderr once into chunk (size bytes) and log its complete lines.

@@ -276,6 +276,7 @@ static int token_take(struct aur_conn *c, const char *s, size_t len,
     if (c->writing) {
         pthread_mutex_unlock(&c->mu);
         marked = unsent_mark(ch, s, len, &id);
+        stdio_cork_others(c); /* nothing of ours waits with it */
         pthread_mutex_lock(&c->mu);
     }
     while (c->writing && stdio_cond_wait(h, &c->cv, &c->mu, dl))
@@ -413,6 +414,32 @@ static bool try_held(struct aur_conn *c)
     return fits;
 }
 
+void stdio_cork_others(const struct aur_conn *c)
+{
+    static __thread bool trying; /* a TRY's flush never waits: no nesting */
+    struct aur_conn *list[CORKS];
+    size_t n = 0;
+
+    if (trying || n_corked == 0)
+        return;
+    for (size_t i = 0; i < n_corked; i++)
+        if (corked[i] != c)
+            list[n++] = corked[i];
+    /* From a copy.  Off the list for its flush, as for a TRY (the ends
+     * it reports run callbacks on this thread), then corked again,
+     * whether it wrote or not: the batch goes on holding its requests. */
+    trying = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!corked_here(list[i]))
+            continue; /* uncorked meanwhile, by an end run in a flush */
+        (void)uncork_here(list[i]);
+        (void)try_held(list[i]);
+        if (n_corked < CORKS)
+            corked[n_corked++] = list[i];
+    }
+    trying = false;
+}
+
 /* ABI 1.6: hold this thread's requests until it uncorks, then write them
  * in one go (stdio_held_flush). */
 static void stdio_cork(struct aur_conn *c, int on)
@@ -438,6 +465,11 @@ static void stdio_cork(struct aur_conn *c, int on)
      * whoever writes next or to close (not sent); by then their calls
      * have ended unknown, which stays true either way. */
     pthread_mutex_lock(&c->mu);
+    if (c->held_any && c->writing) { /* it may wait: not with the others' */
+        pthread_mutex_unlock(&c->mu);
+        stdio_cork_others(c);
+        pthread_mutex_lock(&c->mu);
+    }
     while (c->held_any && c->writing &&
            stdio_cond_wait(c->st->host, &c->cv, &c->mu, c->held_dl))
         ;

@@ -453,6 +453,42 @@ START_TEST(batch_blocking_call_gate_full)
 }
 END_TEST
 
+/* 22. A healthy App's held request, then a request too big to hold for
+ * a busy App whose stdin is full: the healthy App's request is written
+ * before the big send waits, and answered while it still waits (it used
+ * to stay held until that send returned, past its own deadline). */
+START_TEST(batch_other_app_not_behind_blocked_send)
+{
+    const char *busy[] = {"--call-delay-ms", "6000", NULL};
+    char *log2, *fill = big_args(40000, "f"), *big = big_args(70000, "b");
+    int64_t t_sent;
+
+    ck_assert(asprintf(&log2, "%s/b.log", dir) > 0);
+    add_app("a.ini", PKG, logpath, 2, NULL, NULL);
+    add_app("b.ini", PKG2, log2, 30, NULL, busy);
+    struct aur_mcp *h = host();
+    ck_assert_int_eq(start(h, TOOL2, "{\"text\":\"y\"}", -1, 0), AUR_OK);
+    ck_assert_int_eq(wait_lines(log2, "tools/call", 1, 5000), 1);
+    ck_assert_int_eq(start(h, TOOL2, fill, -1, 1), AUR_OK); /* unread */
+    aur_mcp_batch_begin(h);
+    ck_assert_int_eq(start(h, TOOL, "{\"text\":\"k003\"}", -1, 3), AUR_OK);
+    ck_assert_int_eq(start(h, TOOL2, big, -1, 2), AUR_OK); /* waits */
+    t_sent = h_now_ms();
+    aur_mcp_batch_end(h);
+    wait_runs(4, 40000);
+    pthread_mutex_lock(&o.mu);
+    ck_assert_msg(o.times[3] == 1 && o.status[3] == AUR_CALL_SUCCEEDED,
+                  "the healthy App's call: %d runs, %d (%s)", o.times[3],
+                  o.status[3], o.content[3]);
+    ck_assert_int_lt(o.at[3], t_sent);
+    ck_assert_str_eq(o.content[3], "k003");
+    pthread_mutex_unlock(&o.mu);
+    aur_mcp_destroy(h);
+    free(fill);
+    free(big);
+    free(log2);
+}
+END_TEST
 
 void call_batch_tests(TCase *t)
 {
@@ -469,4 +505,5 @@ void call_batch_tests(TCase *t)
     tcase_add_loop_test(t, batch_busy_app_holds_up_no_other, 0, 2);
     tcase_add_test(t, batch_answer_to_held_is_dropped);
     tcase_add_test(t, batch_blocking_call_gate_full);
+    tcase_add_test(t, batch_other_app_not_behind_blocked_send);
 }

@@ -162,6 +162,7 @@ struct top_keys {
     int64_t ids[4];
     size_t n_ids;
     bool method;
+    bool escaped; /* a top-level name with an escape (it may be "id") */
 };
 
 /* The value of an "id" member at buf[i]: into k when it is an integer. */
@@ -206,8 +207,12 @@ static void top_keys_scan(const char *buf, size_t len, struct top_keys *k)
         e = i;
         while (i + 1 < len && strchr(" \t\r\n", buf[i + 1]))
             i++;
-        if (depth != 1 || esc || i + 1 >= len || buf[i + 1] != ':')
+        if (depth != 1 || i + 1 >= len || buf[i + 1] != ':')
             continue; /* a string value, or deeper */
+        if (esc) {
+            k->escaped = true;
+            continue;
+        }
         if (e - s == 2 && memcmp(buf + s, "id", 2) == 0)
             top_id(buf, len, i + 2, k);
         else if (e - s == 6 && memcmp(buf + s, "method", 6) == 0)
@@ -238,7 +243,8 @@ static bool names_unsent(const struct stdio_child *ch,
  * literal "id" names.  Every one of those ids is checked: a frame that
  * names an unsent id in any of them is taken for an answer to it.  Only
  * a frame the parse calls a request and that says "method" literally
- * (so no way reads it as a response) is let through.
+ * (so no way reads it as a response) is let through.  The parse runs only
+ * when a literal id is unsent or a top-level name has an escape.
  */
 bool stdio_answers_unsent(struct stdio_child *ch, const char *buf, size_t len)
 {
@@ -250,6 +256,14 @@ bool stdio_answers_unsent(struct stdio_child *ch, const char *buf, size_t len)
     int64_t pid = 0;
 
     top_keys_scan(buf, len, &k);
+    /* Without an escaped top-level name every id the host could read is
+     * one of the literal ones: a frame that names no unsent one (every
+     * genuine answer) ends here, unparsed. */
+    pthread_mutex_lock(&ch->mu);
+    named = names_unsent(ch, &k);
+    pthread_mutex_unlock(&ch->mu);
+    if (!named && !k.escaped)
+        return false;
     if (h->json_parse(buf, len, &msg, &e) == AUR_OK &&
         json_object_is_type(msg, json_type_object)) {
         request = json_object_object_get_ex(msg, "method", NULL);

@@ -195,6 +195,11 @@ char *h_slurp(const char *path)
 
 int h_first_line(const char *path, const char *prefix)
 {
+    return h_nth_line(path, prefix, 1);
+}
+
+int h_nth_line(const char *path, const char *prefix, int n)
+{
     FILE *f = fopen(path, "r");
     char *line = NULL;
     size_t cap = 0;
@@ -202,7 +207,7 @@ int h_first_line(const char *path, const char *prefix)
     if (!f)
         return -1;
     while (getline(&line, &cap, f) > 0) {
-        if (strncmp(line, prefix, strlen(prefix)) == 0) {
+        if (strncmp(line, prefix, strlen(prefix)) == 0 && --n == 0) {
             found = i;
             break;
         }

@@ -75,6 +75,8 @@ int h_count_lines(const char *path, const char *prefix);
 
 /* Index (0-based) of the first line starting with prefix, or -1. */
 int h_first_line(const char *path, const char *prefix);
+/* ... of the n-th such line (n from 1), or -1 when there are fewer. */
+int h_nth_line(const char *path, const char *prefix, int n);
 
 /* Number of live processes whose command line contains marker
  * (zombies are not counted). */

@@ -172,28 +172,6 @@ START_TEST(probe_silence_is_legacy)
 }
 END_TEST
 
-/* The index of the n-th line (from 1) of path that starts with prefix,
- * -1 when there are fewer. */
-static int nth_line(const char *path, const char *prefix, int n)
-{
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    int i = 0, found = -1;
-    if (!f)
-        return -1;
-    while (getline(&line, &cap, f) > 0) {
-        if (strncmp(line, prefix, strlen(prefix)) == 0 && --n == 0) {
-            found = i;
-            break;
-        }
-        i++;
-    }
-    free(line);
-    fclose(f);
-    return found;
-}
-
 /* A modern-only server that misses the probe window on its first start
  * (an npx fetch): the fresh process refuses initialize with -32022
  * listing 2026-07-28, so it is modern after all (mcp-wire.md, stdio
@@ -219,9 +197,9 @@ START_TEST(initialize_refused_32022_is_modern_after_all)
     ck_assert_int_eq(h_count_lines(logpath, "initialize "), 1);
     ck_assert_int_eq(h_count_lines(logpath, "notifications/initialized"), 0);
     /* On the second process: initialize, then discover, listen, list. */
-    int second = nth_line(logpath, "start ", 2);
+    int second = h_nth_line(logpath, "start ", 2);
     int init = h_first_line(logpath, "initialize ");
-    int discover = nth_line(logpath, "server/discover ", 2);
+    int discover = h_nth_line(logpath, "server/discover ", 2);
     int listen = h_first_line(logpath, "subscriptions/listen ");
     int list = h_first_line(logpath, "tools/list ");
     ck_assert_int_gt(init, second);

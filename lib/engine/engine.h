@@ -245,9 +245,6 @@ int aur__app_result(struct aur__app *app, struct aur__pending *p,
  * app->listed_changes to the change count the clean pass began with. */
 int aur__app_listen(struct aur__app *app, aur_deadline dl,
                     struct aur_error *err);
-/* rpc.h batch_refused for an App's connection (ud: the App), on the
- * transport's thread: a possible catalog change before the freeze. */
-void aur__app_batch_refused(void *ud);
 int aur__app_list_tools(struct aur__app *app, aur_deadline dl, int *relists,
                         struct aur_error *err);
 void aur__tool_free(struct aur__tool *t);
@@ -438,10 +435,14 @@ void aur__call_outcome(struct aur__call *c, struct aur__pending *p,
 /* The call is over: recorded (args borrowed, may be NULL), uncounted. */
 void aur__call_leave(struct aur__call *c, struct json_object *args,
                      const struct aur_tool_output *out);
-/* call_start.c: what this thread's batch holds for h's Apps is written
+/* batch.c: c's App joins this thread's open batch, if any and if its
+ * transport can hold requests (c counts in the App's inflight until its
+ * outcome, so the App cannot close under this). */
+void aur__batch_join(struct aur_mcp *h, const struct aur__call *c);
+/* batch.c: what this thread's batch holds for h's Apps is written
  * now (the batch stays open, empty): a close would wait for it. */
 void aur__batch_drop(struct aur_mcp *h);
-/* call_start.c: this thread is about to wait for app (a blocking call:
+/* batch.c: this thread is about to wait for app (a blocking call:
  * for a max_in_flight slot, then for its answer).  What its batch holds
  * for app is written first (those requests may hold the very slots it
  * waits for), and app leaves the batch; every other App of the batch

@@ -369,6 +369,38 @@ static unsigned on_ordered(void *ud, const char *method,
     return stamp;
 }
 
+/*
+ * A top-level array the connection refused (docs/protocol.md, Batches):
+ * a legacy server that batches where its version does not allow it.  It
+ * may have carried a tools/list_changed, so before the freeze it counts
+ * as a change and the listing pages again (within the relist budget; a
+ * server that keeps sending them fails its startup, as a catalog that
+ * keeps changing does): a freeze never rests on a catalog that may be
+ * stale.  After activation it is only the dropped frame the transport
+ * logs; restart_required is not set on a guess.  On the transport's
+ * thread, like the change count it mirrors (count_change).
+ */
+static void on_batch_refused(void *ud)
+{
+    struct aur__app *app = ud;
+    bool counted = false;
+
+    pthread_mutex_lock(&app->mu);
+    if (!app->modern && !app->activated && !app->closing) {
+        ++app->change_seq;
+        app->changes++;
+        pthread_cond_broadcast(&app->cv);
+        counted = true;
+    }
+    pthread_mutex_unlock(&app->mu);
+    if (!counted)
+        return;
+    aur__log(app->mcp->log, AUR_LOG_WARN, app->tag,
+             "refused a JSON-RPC batch; it may have announced a catalog "
+             "change, so it counts as one");
+    aur__startup_recheck(app);
+}
+
 const struct aur__rpc_handlers aur__app_handlers_template = {
     .ordered = on_ordered,
     .notification = on_notification,
@@ -376,5 +408,6 @@ const struct aur__rpc_handlers aur__app_handlers_template = {
     .response = on_response,
     .ended = on_ended,
     .closed = on_closed,
+    .batch_refused = on_batch_refused,
     .reply_scan = aur__call_reply_scan,
 };

@@ -575,7 +575,6 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
 
     h.ud = app;
     h.log = mcp->log;
-    h.batch_refused = aur__app_batch_refused;
     rc = declare_extensions(app, err);
     if (rc != AUR_OK)
         return rc;

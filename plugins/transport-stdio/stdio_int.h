@@ -80,6 +80,10 @@ struct stdio_state {
     struct stdio_spawner *spawner; /* own lock; see stdio_exec.c */
     pthread_mutex_t warm_mu;       /* warm (stdio_warm.c) */
     struct stdio_warm *warm;       /* a prepared start, or NULL */
+    /* What a writer does each time before it waits for an App's stdin:
+     * stdio_cork_others, set once at init, so that stdio_write.c, which
+     * the cork code calls, does not call back up into it. */
+    void (*before_write_wait)(const struct aur_conn *c);
 };
 
 /*

@@ -97,6 +97,7 @@ static int stdio_init(const struct aur_host *host, struct aur_self *self,
     pthread_mutex_init(&st->warm_mu, NULL);
     st->host = host;
     st->self = self;
+    st->before_write_wait = stdio_cork_others;
     st->max_line = (size_t)max_line;
     st->stderr_line = (size_t)err_line;
     st->term_grace_ms = grace;

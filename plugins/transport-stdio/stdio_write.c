@@ -76,7 +76,7 @@ static int write_all(struct aur_conn *c, int fd, const char *buf, size_t len,
             }
             /* Each slice: what this thread holds for other Apps must not
              * wait for this one to read. */
-            stdio_cork_others(c);
+            c->st->before_write_wait(c);
             poll(&p, 1, rem > WRITE_SLICE_MS ? WRITE_SLICE_MS : (int)rem);
             continue; /* POLLERR shows up as EPIPE on the next writev */
         }

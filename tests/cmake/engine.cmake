@@ -20,7 +20,7 @@ if(TARGET aurora-mcp)
       AUR_TEST_SRC_DIR="${CMAKE_SOURCE_DIR}" AUR_TEST_BIN_DIR="${CMAKE_BINARY_DIR}")
   endforeach()
   set(AUR_check_startup_SRC lib/engine/check_startup.c
-      lib/engine/check_startup_world.c)
+      lib/engine/check_startup_catalog.c lib/engine/check_startup_world.c)
   set(AUR_check_calls_SRC lib/engine/check_calls.c)
   set(AUR_check_api_text_SRC lib/engine/check_api_text.c)
   set(AUR_check_async_SRC lib/engine/check_async.c)

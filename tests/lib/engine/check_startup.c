@@ -1,9 +1,10 @@
 /*
  * check_startup.c - startup against real child processes (our C fixture
- * server): negotiation per era, listen before list, pagination, changes
- * during startup, naming failures, deadlines, cleanup.  What a startup
- * leaves in agents.ini checks and the world is check_startup_world.c
- * (same binary, same fixture: check_startup.h).
+ * server): negotiation per era, listen before list, deadlines, cleanup.
+ * The catalog (pagination, changes during startup, naming failures) is
+ * check_startup_catalog.c; what a startup leaves in agents.ini checks and
+ * the world is check_startup_world.c (same binary, same fixture:
+ * check_startup.h).
  */
 #define _GNU_SOURCE 1
 #include <aurora/aur_host_jsonc.h>
@@ -236,205 +237,6 @@ START_TEST(initialize_refused_32022_without_mutual_version_fails)
 }
 END_TEST
 
-START_TEST(pagination_1000_tools)
-{
-    const char *opts[] = {"--era", "modern", "--tools", "1000", "--page-size",
-                          "7", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    /* 143 pages: a deadline a slow run needs met stretches. */
-    add_fixture("a.ini", "org.test.many", (double)h_slack(10000) / 1000,
-                opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    ck_assert_uint_eq(aur_mcp_tool_count(h), 1000);
-    ck_assert_int_eq(h_count_lines(logpath, "tools/list"), 143);
-    /* sorted by id */
-    for (size_t i = 1; i < aur_mcp_tool_count(h); i++)
-        ck_assert(strcmp(aur_mcp_tool_at(h, i - 1)->id,
-                         aur_mcp_tool_at(h, i)->id) < 0);
-    aur_mcp_destroy(h);
-}
-END_TEST
-
-START_TEST(change_during_startup_repages)
-{
-    const char *opts[] = {"--era", "modern", "--tools", "20", "--page-size",
-                          "5", "--change-during-list", "2", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.change", 5, opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    ck_assert_uint_eq(aur_mcp_tool_count(h), 20);
-    /* The stale pass was abandoned and a clean one read all 4 pages. */
-    ck_assert_int_ge(h_count_lines(logpath, "tools/list"), 2 + 4);
-    struct json_object *a = h_app_status(h);
-    ck_assert(!json_object_get_boolean(json_object_object_get(a, "restart_required")));
-    json_object_put(a);
-    aur_mcp_destroy(h);
-}
-END_TEST
-
-START_TEST(change_always_fails)
-{
-    const char *opts[] = {"--era", "modern", "--tools", "10", "--page-size",
-                          "5", "--change-always", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.change", 5, opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_E_CHANGED);
-    ck_assert_str_eq(serr.phase, "tools/list");
-    ck_assert_ptr_nonnull(strstr(serr.message, "changed"));
-    aur_mcp_destroy(h);
-    ck_assert_int_eq(h_procs_with(logpath), 0);
-}
-END_TEST
-
-/* Every pass both changes and fails on its own (a duplicate name): the
- * budget's end names the failure too, which "changed 4 times" alone hid. */
-START_TEST(change_always_names_the_last_failure)
-{
-    const char *opts[] = {"--era", "legacy", "--tool-name", "a",
-                          "--tool-name", "a", "--notify-before-list",
-                          "notifications/tools/list_changed", "{}", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.change", 5, opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_E_CHANGED);
-    ck_assert_str_eq(serr.phase, "tools/list");
-    ck_assert_msg(strstr(serr.message, "changed") &&
-                      strstr(serr.message, "duplicate"),
-                  "%s", serr.message);
-    aur_mcp_destroy(h);
-}
-END_TEST
-
-START_TEST(legacy_change_during_startup_repages)
-{
-    const char *opts[] = {"--era", "legacy", "--tools", "9", "--page-size",
-                          "3", "--change-during-list", "1", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.change", 5, opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    ck_assert_uint_eq(aur_mcp_tool_count(h), 9);
-    aur_mcp_destroy(h);
-}
-END_TEST
-
-/* Whether the frozen catalog has this tool id. */
-static bool has_tool(struct aur_mcp *h, const char *id)
-{
-    for (size_t i = 0; i < aur_mcp_tool_count(h); i++)
-        if (strcmp(aur_mcp_tool_at(h, i)->id, id) == 0)
-            return true;
-    return false;
-}
-
-/* A legacy server's catalog changes between pages and it says so in a
- * one-element JSON-RPC batch (docs/protocol.md, Batches).  version: what
- * initialize answers. */
-static void batch_change_during_listing(const char *version)
-{
-    const char *opts[] = {"--era", "legacy", "--legacy-version", version,
-                          "--tools", "2", "--page-size", "1", "--gen-tool",
-                          "--batch-change-at", "1", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.batch", 5, opts);
-    ck_assert_msg(start(&h, &serr) == AUR_OK, "%s: %s", serr.phase,
-                  serr.message);
-    ck_assert_str_eq(h_negotiated_version(h), version);
-    /* The stale pass was dropped; a clean one froze the new catalog. */
-    ck_assert_int_ge(h_count_lines(logpath, "tools/list "), 1 + 3);
-    ck_assert_uint_eq(aur_mcp_tool_count(h), 3);
-    ck_assert(has_tool(h, "aur.mcp.org.test.batch.gen2"));
-    ck_assert(!has_tool(h, "aur.mcp.org.test.batch.gen1"));
-    struct json_object *a = h_app_status(h);
-    ck_assert(!json_object_get_boolean(
-        json_object_object_get(a, "restart_required")));
-    json_object_put(a);
-    aur_mcp_destroy(h);
-    ck_assert_int_eq(h_procs_with(logpath), 0);
-}
-
-/* 2025-03-26 allows batches: the change inside one is taken. */
-START_TEST(legacy_batch_list_changed_repages)
-{
-    batch_change_during_listing("2025-03-26");
-}
-END_TEST
-
-/* 2025-06-18 removed batches: the array is refused as a malformed frame,
- * but as a possible change, so the stale catalog is not frozen. */
-START_TEST(refused_batch_during_listing_repages)
-{
-    batch_change_during_listing("2025-06-18");
-}
-END_TEST
-
-static void expect_list_failure(const char *const *opts, const char *needle)
-{
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.bad", 5, opts);
-    ck_assert_int_ne(start(&h, &serr), AUR_OK);
-    ck_assert_str_eq(serr.code, "startup_failed");
-    ck_assert_str_eq(serr.phase, "tools/list");
-    ck_assert_str_eq(serr.app, "org.test.bad");
-    ck_assert_msg(strstr(serr.message, needle), "message: %s", serr.message);
-    aur_mcp_destroy(h);
-    ck_assert_int_eq(h_procs_with(logpath), 0);
-}
-
-START_TEST(dotted_name_fails)
-{
-    const char *opts[] = {"--tool-name", "bad.name", NULL};
-    expect_list_failure(opts, "bad.name");
-}
-END_TEST
-
-START_TEST(spaced_name_fails)
-{
-    const char *opts[] = {"--tool-name", "two words", NULL};
-    expect_list_failure(opts, "org.test.bad/two words");
-}
-END_TEST
-
-START_TEST(digit_first_name_fails)
-{
-    const char *opts[] = {"--tool-name", "1st", NULL};
-    expect_list_failure(opts, "1st");
-}
-END_TEST
-
-START_TEST(duplicate_name_fails)
-{
-    const char *opts[] = {"--tool-name", "same", "--tool-name", "same", NULL};
-    expect_list_failure(opts, "duplicate tool name: same");
-}
-END_TEST
-
-START_TEST(non_object_schema_fails)
-{
-    const char *opts[] = {"--bad-schema", NULL};
-    expect_list_failure(opts, "aur.mcp.org.test.bad.bad_schema");
-}
-END_TEST
-
-START_TEST(capital_name_kept_verbatim)
-{
-    const char *opts[] = {"--tool-name", "Screenshot", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.caps", 5, opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    ck_assert_str_eq(aur_mcp_tool_at(h, 0)->id,
-                     "aur.mcp.org.test.caps.Screenshot");
-    ck_assert_str_eq(aur_mcp_tool_at(h, 0)->raw_name, "Screenshot");
-    aur_mcp_destroy(h);
-}
-END_TEST
-
 /* The App's deadline, timeout_ms, stretches with the tools' time scale:
  * the App must reach the phase where it hangs inside it (a fresh process
  * under TSan takes much of 1.5 s).  What is asserted stays exact: the
@@ -549,18 +351,6 @@ START_TEST(exit_mid_list_fails_list)
     add_fixture("a.ini", "org.test.exit", 5, opts);
     ck_assert_int_ne(start(&h, &serr), AUR_OK);
     ck_assert_str_eq(serr.phase, "tools/list");
-    aur_mcp_destroy(h);
-}
-END_TEST
-
-START_TEST(garbage_frames_are_dropped)
-{
-    const char *opts[] = {"--era", "modern", "--garbage", "--tools", "2", NULL};
-    struct aur_startup_error serr = {.struct_size = sizeof serr};
-    struct aur_mcp *h;
-    add_fixture("a.ini", "org.test.garbage", 5, opts);
-    ck_assert_int_eq(start(&h, &serr), AUR_OK);
-    ck_assert_uint_eq(aur_mcp_tool_count(h), 2);
     aur_mcp_destroy(h);
 }
 END_TEST
@@ -970,20 +760,7 @@ static Suite *suite(void)
     tcase_add_test(neg, probe_silence_is_legacy);
     tcase_add_test(neg, initialize_refused_32022_is_modern_after_all);
     tcase_add_test(neg, initialize_refused_32022_without_mutual_version_fails);
-    tcase_add_test(cat, pagination_1000_tools);
-    tcase_add_test(cat, change_during_startup_repages);
-    tcase_add_test(cat, change_always_fails);
-    tcase_add_test(cat, change_always_names_the_last_failure);
-    tcase_add_test(cat, legacy_change_during_startup_repages);
-    tcase_add_test(cat, legacy_batch_list_changed_repages);
-    tcase_add_test(cat, refused_batch_during_listing_repages);
-    tcase_add_test(cat, dotted_name_fails);
-    tcase_add_test(cat, spaced_name_fails);
-    tcase_add_test(cat, digit_first_name_fails);
-    tcase_add_test(cat, duplicate_name_fails);
-    tcase_add_test(cat, non_object_schema_fails);
-    tcase_add_test(cat, capital_name_kept_verbatim);
-    tcase_add_test(cat, garbage_frames_are_dropped);
+    startup_catalog_tests(cat);
     tcase_add_test(dl, hang_at_initialize_hits_deadline);
     tcase_add_test(dl, hang_between_pages_hits_deadline);
     tcase_add_test(dl, partial_frame_hits_deadline);

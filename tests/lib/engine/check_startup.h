@@ -25,5 +25,7 @@ int start(struct aur_mcp **h, struct aur_startup_error *serr);
 
 /* check_startup_world.c's tests, added to tc. */
 void startup_world_tests(TCase *tc);
+/* check_startup_catalog.c's tests, added to tc. */
+void startup_catalog_tests(TCase *tc);
 
 #endif

@@ -506,6 +506,24 @@ static struct aur_conn *legacy_up(const char *path)
     return c;
 }
 
+/* The next message is a notification of method. */
+static void expect_method(const char *method)
+{
+    struct json_object *m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(str_at(m, "method", NULL), method);
+    json_object_put(m);
+}
+
+/* c ended on its own, a disconnect saying why; then it is closed. */
+static void expect_lost_then_close(struct aur_conn *c, const char *why)
+{
+    ck_assert(wait_closed(3000));
+    ck_assert_int_eq(closed_code(), AUR_E_CLOSED);
+    ck_assert_ptr_nonnull(strstr(closed_msg(), why));
+    OPS->close(c, t_now() + 2000);
+}
+
 /* The GET stream is judged on its whole head: the listen hook says it is
  * up, its notification arrives, and its end later is a disconnect (a
  * push channel lost).  The fixture may write the head in one piece, the
@@ -516,7 +534,6 @@ static void get_stream_up_then_lost(const char *path)
 {
     struct aur_conn *c = legacy_up(path);
     struct aur_error err;
-    struct json_object *m;
     int rc;
 
     memset(&err, 0, sizeof err);
@@ -524,15 +541,8 @@ static void get_stream_up_then_lost(const char *path)
     ck_assert_msg(rc == AUR_OK, "listen: %d (%s)", rc,
                   rc == AUR_DECLINE ? "AUR_DECLINE: read as not offered"
                                     : err.msg);
-    m = next_msg(5000);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_str_eq(str_at(m, "method", NULL),
-                     "notifications/tools/list_changed");
-    json_object_put(m);
-    ck_assert(wait_closed(3000));
-    ck_assert_int_eq(closed_code(), AUR_E_CLOSED);
-    ck_assert_ptr_nonnull(strstr(closed_msg(), "legacy GET stream ended"));
-    OPS->close(c, t_now() + 2000);
+    expect_method("notifications/tools/list_changed");
+    expect_lost_then_close(c, "legacy GET stream ended");
 }
 
 START_TEST(legacy_get_head_whole)
@@ -639,26 +649,14 @@ END_TEST
 START_TEST(listen_stream_end_is_disconnect)
 {
     struct aur_conn *c;
-    struct json_object *m;
     up2(NULL, NULL, NULL, NULL);
     ep_path("/listen?end=1");
     c = open_ok();
     set_proto(c, 1, "2026-07-28");
     send_ok(c, req("L1", "subscriptions/listen"));
-    m = next_msg(5000);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_str_eq(str_at(m, "method", NULL),
-                     "notifications/subscriptions/acknowledged");
-    json_object_put(m);
-    m = next_msg(5000);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_str_eq(str_at(m, "method", NULL),
-                     "notifications/tools/list_changed");
-    json_object_put(m);
-    ck_assert(wait_closed(3000));
-    ck_assert_int_eq(closed_code(), AUR_E_CLOSED);
-    ck_assert_ptr_nonnull(strstr(closed_msg(), "listen stream ended"));
-    OPS->close(c, t_now() + 2000);
+    expect_method("notifications/subscriptions/acknowledged");
+    expect_method("notifications/tools/list_changed");
+    expect_lost_then_close(c, "listen stream ended");
     ck_assert_ptr_nonnull(strstr(fx_log(), "mcp-method=subscriptions/listen"));
 }
 END_TEST

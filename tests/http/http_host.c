@@ -242,3 +242,18 @@ void set_proto(struct aur_conn *c, int modern, const char *v)
     struct aur_error err;
     ck_assert_int_eq(OPS->set_protocol(c, &pi, &err), AUR_OK);
 }
+
+struct aur_conn *legacy_initialized(const char *path)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    c = open_ok();
+    send_ok(c, req("i0", "initialize"));
+    m = wait_id("i0", 5000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    send_ok(c, note("notifications/initialized"));
+    return c;
+}

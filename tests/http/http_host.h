@@ -59,6 +59,10 @@ bool marker(struct json_object *m, int *status, bool *delivered);
 
 /* set_protocol(modern, version v) on c; must succeed. */
 void set_proto(struct aur_conn *c, int modern, const char *v);
+/* A legacy session on the fixture's path, initialized (the
+ * notification sent, not yet answered); the protocol not yet set, so no
+ * standalone GET yet. */
+struct aur_conn *legacy_initialized(const char *path);
 
 void setup(void);
 void teardown(void);

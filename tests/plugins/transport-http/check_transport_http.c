@@ -492,16 +492,7 @@ END_TEST
  * behaviour (https_fixture.c, legacy()). */
 static struct aur_conn *legacy_up(const char *path)
 {
-    struct aur_conn *c;
-    struct json_object *m;
-    up2(NULL, NULL, NULL, NULL);
-    ep_path(path);
-    c = open_ok();
-    send_ok(c, req("i0", "initialize"));
-    m = wait_id("i0", 5000);
-    ck_assert_ptr_nonnull(m);
-    json_object_put(m);
-    send_ok(c, note("notifications/initialized"));
+    struct aur_conn *c = legacy_initialized(path);
     set_proto(c, 0, "2025-11-25");
     return c;
 }

@@ -75,19 +75,10 @@ void curl_slist_free_all(struct curl_slist *l)
  * is not started, and the list built so far is freed, not dropped. */
 START_TEST(get_session_header_oom)
 {
-    struct aur_conn *c;
-    struct json_object *m;
+    struct aur_conn *c = legacy_initialized("/legacy");
     struct aur_error err;
     bool freed;
 
-    up2(NULL, NULL, NULL, NULL);
-    ep_path("/legacy");
-    c = open_ok();
-    send_ok(c, req("i0", "initialize"));
-    m = wait_id("i0", 5000);
-    ck_assert_ptr_nonnull(m);
-    json_object_put(m);
-    send_ok(c, note("notifications/initialized"));
     ck_assert(fx_wait("rpc=notifications/initialized", 3000));
     pthread_mutex_lock(&wrap_mu);
     fail_prefix = "Mcp-Session-Id:";

@@ -296,6 +296,8 @@ struct http_xfer {
     bool announced;  /* J_GET: its status went to get_state */
     bool head_done;  /* streams: the final response's head is all in */
     bool *sent;      /* the job's: a request may have left (every hop) */
+    bool resend_refused; /* libcurl tried to write it again: refused */
+    char *errbuf;    /* the run's: libcurl's words for the hop's failure */
     int fd_errno;    /* EMFILE/ENFILE: a connection's descriptor could
                         not be made (its socket, or a file TLS opens) */
 };

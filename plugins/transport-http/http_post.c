@@ -279,7 +279,15 @@ static int on_prereq(void *ud, char *ip, char *local_ip, int port,
     (void)local_port;
     *x->sent = true;
     AUR_PERTURB("http.prereq");
-    return ++x->attempts > 1 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+    if (++x->attempts > 1) {
+        x->resend_refused = true;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    /* What libcurl said before this attempt is of a pooled connection it
+     * found dead and dropped (a close_notify it could not write): not
+     * this request's fate, which would otherwise be told in its words. */
+    x->errbuf[0] = '\0';
+    return CURL_PREREQFUNC_OK;
 }
 
 /* The request body goes through a read callback, not POSTFIELDS, and
@@ -299,15 +307,18 @@ static size_t read_body(char *dst, size_t size, size_t n, void *ud)
 
 static int no_rewind(void *ud, curl_off_t off, int origin)
 {
-    (void)ud;
+    struct http_xfer *x = ud;
     (void)off;
     (void)origin;
+    x->resend_refused = true;
     return CURL_SEEKFUNC_CANTSEEK;
 }
 
 /* curl's own socket() (close-on-exec added), for what curl does not
  * tell: the errno of a socket that could not be made (its
- * CURLINFO_OS_ERRNO stays 0 then). */
+ * CURLINFO_OS_ERRNO stays 0 then).  libcurl keeps the first words it
+ * writes and no later ones; emptied here, a failed connect is told in
+ * its generic words rather than a dropped pooled connection's. */
 static curl_socket_t open_socket(void *ud, curlsocktype purpose,
                                  struct curl_sockaddr *a)
 {
@@ -315,6 +326,7 @@ static curl_socket_t open_socket(void *ud, curlsocktype purpose,
     int fd;
 
     (void)purpose;
+    x->errbuf[0] = '\0'; /* see on_prereq: a new connection's own words */
     fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
     if (fd < 0) {
         if (aur__fd_exhausted(errno))
@@ -405,6 +417,7 @@ static int setup(struct http_curl *hc, struct http_xfer *x, const char *url,
         curl_easy_setopt(e, CURLOPT_READFUNCTION, read_body);
         curl_easy_setopt(e, CURLOPT_READDATA, x);
         curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, no_rewind);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, x);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->len);
     }
     return AUR_OK;
@@ -429,6 +442,7 @@ static bool hop_start(struct http_run *r)
     x->c = c;
     x->e = r->hc->easy;
     x->sent = &r->sent;
+    x->errbuf = r->errbuf;
     sse_init(&x->sse, c->st->max_event);
     r->errbuf[0] = '\0';
     r->timed_out = false;
@@ -468,7 +482,14 @@ static bool hop_end(struct http_run *r)
         return true; /* cancelled or closing: silence */
     }
     if (cc != CURLE_OK && !x->done && !x->too_big) {
-        const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+        /* libcurl's words for a re-send it was refused ("seek callback
+         * returned error 2") would hide why it tried one. */
+        const char *why = x->resend_refused
+                              ? "the connection died after the request was "
+                                "written, and libcurl's re-send of it was "
+                                "refused"
+                          : r->errbuf[0] ? r->errbuf
+                                         : curl_easy_strerror(cc);
         if (x->got_response)
             ; /* the response is in: how the stream ended is moot */
         else if (r->timed_out)

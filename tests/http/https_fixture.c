@@ -420,7 +420,7 @@ static long query_int(const struct req *r, const char *name, long dflt)
 }
 
 /* Keep-alive (/ka): each request is answered on its connection, which
- * then waits for the next, except a request with id "die": read whole,
+ * then waits for the next (idle=rst: is reset 100 ms later), except a request with id "die": read whole,
  * never answered, its connection ends as query end= says (notify: TLS
  * close_notify and FIN, fin: FIN alone, rst: RST).  The listener stays
  * open, so a request the client re-sends by itself on a new connection
@@ -432,6 +432,13 @@ static void keep_alive(struct req *r)
     if (strcmp(r->id, "\"die\"") != 0) {
         r->keep = true;
         result(r, 200);
+        if (strstr(r->query, "idle=rst")) {
+            /* Answered as kept alive, then reset while idle: the client
+             * finds it dead in its pool when it next sends. */
+            usleep(100 * 1000);
+            r->keep = false;
+            r->end = END_RST;
+        }
         return;
     }
     if (strstr(r->query, "end=rst"))

@@ -75,6 +75,11 @@ static void died_unanswered(const char *how)
     ck_assert_int_eq(end_code(m), AUR_E_IO);
     ck_assert_msg(strstr(str_at(m, "_end", "msg"), "never sent twice"),
                   "%s", str_at(m, "_end", "msg"));
+    /* Told why: libcurl's own words here are of the refusal ("seek
+     * callback returned error 2"), not of the re-send it refused. */
+    ck_assert_msg(strstr(str_at(m, "_end", "msg"),
+                         "libcurl's re-send of it was refused"),
+                  "%s", str_at(m, "_end", "msg"));
     json_object_put(m);
     OPS->close(c, t_now() + 2000);
     /* Not a vacuous pass: the call went out on the warm call's
@@ -90,6 +95,75 @@ static void died_unanswered(const char *how)
                   fx_count("id=\"die\""), fx_log());
     ck_assert_int_eq(fx_count("rpc=tools/call"), 2);
 }
+
+/*
+ * The warm call's connection is reset while idle in the pool; the next
+ * call finds it dead, goes out on a fresh connection, and that one ends
+ * unanswered.  libcurl's words for the dead connection it threw away
+ * first (its close_notify could not be written) are not this call's
+ * fate, and must not be told as such.
+ */
+START_TEST(pool_dead_words_not_the_calls)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    const char *msg;
+
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/ka?idle=rst&end=fin");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    send_ok(c, req("warm", "tools/call"));
+    m = wait_id("warm", 5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(json_object_object_get(m, "result"));
+    json_object_put(m);
+    sleep_ms(400); /* the reset is in */
+    send_ok(c, req("die", "tools/call"));
+    m = wait_id("die", 8000);
+    ck_assert_msg(m != NULL, "no end for the call");
+    msg = str_at(m, "_end", "msg");
+    ck_assert_msg(strstr(msg, "never sent twice"), "%s", msg);
+    ck_assert_msg(!strstr(msg, "Send failure") && !strstr(msg, "pipe"),
+                  "told in the dead pooled connection's words: %s", msg);
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+    /* Not vacuous: the call went out on a second connection. */
+    ck_assert_msg(fx_count("conn=2 seq=1 id=\"die\"") == 1, "%s", fx_log());
+}
+END_TEST
+
+/* The same dead pooled connection, and then nothing listens: the call was
+ * never sent, and is told so in the words of its own failed connect. */
+START_TEST(pool_dead_then_refused_words_not_the_calls)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+    const char *msg;
+    int st;
+    bool dl;
+
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/ka?idle=rst");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    send_ok(c, req("warm", "tools/call"));
+    m = wait_id("warm", 5000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    sleep_ms(400); /* the reset is in */
+    fixture_stop();
+    send_ok(c, req("after", "tools/call"));
+    m = wait_id("after", 8000);
+    ck_assert_msg(m != NULL, "no end for the call");
+    msg = str_at(m, "_end", "msg");
+    ck_assert_msg(marker(m, &st, &dl) && !dl, "not told unsent: %s", msg);
+    ck_assert_msg(!strstr(msg, "Send failure") && !strstr(msg, "pipe"),
+                  "told in the dead pooled connection's words: %s", msg);
+    json_object_put(m);
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
 
 START_TEST(resend_refused_close_notify) { died_unanswered("notify"); }
 END_TEST
@@ -108,5 +182,7 @@ void http_resend_tests(Suite *s)
     tcase_add_test(t, resend_refused_close_notify);
     tcase_add_test(t, resend_refused_fin);
     tcase_add_test(t, resend_refused_rst);
+    tcase_add_test(t, pool_dead_words_not_the_calls);
+    tcase_add_test(t, pool_dead_then_refused_words_not_the_calls);
     suite_add_tcase(s, t);
 }

@@ -351,17 +351,20 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
                       "initialize answered an unsupported protocol version");
         goto out;
     }
-    snprintf(app->version, sizeof app->version, "%s", ver);
     /* Before initialized tells the server the session is up: a batch it
-     * sends from then on is taken (docs/protocol.md, Batches). */
+     * sends from then on is taken (docs/protocol.md, Batches).  A reopen
+     * takes it back. */
     if (strcmp(ver, "2025-03-26") == 0)
         aur__rpc_allow_batches(app->rpc);
+    rc = aur__rpc_notify(app->rpc, "notifications/initialized", NULL, dl, err);
+    if (rc != AUR_OK)
+        goto out; /* no session: its version and caps are not the App's */
+    snprintf(app->version, sizeof app->version, "%s", ver);
     if (json_object_object_get_ex(res, "capabilities", &v) &&
         json_object_is_type(v, json_type_object))
         *caps = json_object_get(v);
     else
         *caps = json_object_new_object();
-    rc = aur__rpc_notify(app->rpc, "notifications/initialized", NULL, dl, err);
 out:
     json_object_put(res);
     return rc;
@@ -549,10 +552,16 @@ static int negotiate(struct aur__app *app, aur_deadline dl,
     }
     if (v == V_LEGACY_DEAD) {
         /* The probe may have killed or wedged a legacy server: start a
-         * fresh process for the handshake (docs/protocol.md, C4). */
-        int rc = reopen(app, dl, err);
-        if (rc != AUR_OK)
-            return rc;
+         * fresh process for the handshake (docs/protocol.md, C4).  A
+         * transport that cannot reopen keeps a connection that is only
+         * silent, as mcp-wire.md allows (a late answer to the probe
+         * names no request and is dropped); one that ended is lost. */
+        if (AUR_HAS(&app->transport->ops.t, reopen) ||
+            aur__rpc_is_closed(app->rpc)) {
+            int rc = reopen(app, dl, err);
+            if (rc != AUR_OK)
+                return rc;
+        }
     }
     return handshake(app, dl, attempt + 1, v != V_LEGACY_DEAD, caps, err);
 }

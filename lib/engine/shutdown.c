@@ -25,7 +25,7 @@ static void app_close_begin(struct aur__app *app, aur_deadline dl)
         aur__rpc_cancel_waiters(rpc);
     pthread_cond_broadcast(&app->cv);
     pthread_mutex_unlock(&app->mu);
-    if (app->opened)
+    if (app->opened && rpc) /* not again after a failed start's close */
         aur__log(app->mcp->log, AUR_LOG_DEBUG, app->tag, "closing");
     /* app->rpc changes only on this thread or the closers, later. */
     aur__rpc_stop(rpc, dl);

@@ -114,6 +114,8 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
         return aur_fail(err, AUR_E_STATE, 0, "transport cannot reopen");
     pthread_mutex_lock(&r->mu);
     r->gen++;
+    /* The fresh process has negotiated nothing yet. */
+    __atomic_store_n(&r->batches, false, __ATOMIC_RELEASE);
     aur__rpc_fail_all(r, P_CLOSED);
     /* A reader parked on the old connection must let it close. */
     pthread_cond_broadcast(&r->fcv);

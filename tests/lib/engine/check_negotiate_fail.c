@@ -65,15 +65,38 @@ START_TEST(stream_eof_at_probe_reopens)
 }
 END_TEST
 
-/* Without reopen the fallback cannot get a fresh connection: it fails
- * (AUR_E_STATE) without trying the handshake on the probed one. */
-START_TEST(stream_silent_probe_without_reopen_fails)
+/* Without reopen a connection that is only silent is kept: the
+ * handshake runs on it (mcp-wire.md allows it), after the same probe
+ * window. */
+START_TEST(stream_silent_probe_without_reopen_initializes_in_place)
 {
-    static const struct nf_step s[] = {NF_STEP_SILENT("server/discover")};
+    static const struct nf_step s[] = {
+        NF_STEP_SILENT("server/discover"),
+        NF_STEP_REPLY("initialize", INIT_OK),
+    };
+    struct aur_error err;
+
+    nf_setup(s, 2, true, false);
+    ck_assert_msg(nf_connect(2000, &err) == AUR_OK, "%s", err.msg);
+    ck_assert(!nf.app.modern);
+    ck_assert_str_eq(nf.app.version, "2025-06-18");
+    ck_assert_int_eq(nf.reopens, 0);
+    nf_assert_method(1, "initialize");
+    nf_assert_method(2, "notifications/initialized");
+    nf_teardown();
+}
+END_TEST
+
+/* ... but one that ended cannot be used again: the App fails saying
+ * why, without a handshake. */
+START_TEST(stream_eof_at_probe_without_reopen_fails)
+{
+    static const struct nf_step s[] = {NF_STEP_CLOSE("server/discover", 0)};
     struct aur_error err;
 
     nf_setup(s, 1, true, false);
-    ck_assert_int_eq(nf_connect(400, &err), AUR_E_STATE);
+    ck_assert_int_eq(nf_connect(2000, &err), AUR_E_STATE);
+    ck_assert_msg(strstr(err.msg, "cannot reopen"), "%s", err.msg);
     ck_assert_uint_eq(nf_nsent(), 1);
     nf_teardown();
 }
@@ -333,7 +356,8 @@ void negotiate_add_fail(Suite *s)
     TCase *t = tcase_create("fallback");
     tcase_add_test(t, stream_silent_probe_reopens);
     tcase_add_test(t, stream_eof_at_probe_reopens);
-    tcase_add_test(t, stream_silent_probe_without_reopen_fails);
+    tcase_add_test(t, stream_silent_probe_without_reopen_initializes_in_place);
+    tcase_add_test(t, stream_eof_at_probe_without_reopen_fails);
     tcase_add_test(t, silence_without_stream_is_outage);
     tcase_add_loop_test(t, outage_fails_connect, 0,
                         (int)AUR__ARRAY_LEN(outage_rows));

@@ -213,6 +213,40 @@ START_TEST(initialize_refused_32022_is_modern_after_all)
 }
 END_TEST
 
+/* A legacy server that answers initialize and reads nothing more (its
+ * stdin closed first): notifications/initialized cannot be written, no
+ * handshake finished, so the App fails in connect and its status names
+ * no negotiated version (it named the answer's). */
+START_TEST(initialized_unwritable_names_no_version)
+{
+    const char *opts[] = {"--era", "legacy", "--close-stdin-at",
+                          "initialize", "--close-stdin-first", NULL};
+    struct aur_startup_error serr = {.struct_size = sizeof serr};
+    struct aur_mcp *h;
+    char *hostlog = h_debug_host(dir);
+    add_fixture("a.ini", "org.test.shut", 10, opts);
+    ck_assert_int_ne(start(&h, &serr), AUR_OK);
+    ck_assert_str_eq(serr.phase, "connect");
+    ck_assert_msg(strstr(serr.message, "stdin"), "%s", serr.message);
+    struct json_object *a = h_app_status(h), *v = NULL;
+    ck_assert(json_object_object_get_ex(a, "negotiated_version", &v));
+    ck_assert_msg(v == NULL, "negotiated_version %s after no handshake",
+                  json_object_get_string(v));
+    json_object_put(a);
+    aur_mcp_destroy(h);
+    ck_assert_int_eq(h_procs_with(logpath), 0);
+    /* The failed start closed the App, and destroy found it closed. */
+    char *text = h_slurp(hostlog);
+    int closings = 0;
+    for (const char *p = text; p && (p = strstr(p, ": closing\n")); p++)
+        closings++;
+    ck_assert_msg(closings == 1, "closing logged %d times:\n%s", closings,
+                  text ? text : "(no log)");
+    free(text);
+    free(hostlog);
+}
+END_TEST
+
 /* The same refusal listing only a modern version we do not speak is no
  * reason to go on: the App fails, saying why. */
 START_TEST(initialize_refused_32022_without_mutual_version_fails)
@@ -760,6 +794,7 @@ static Suite *suite(void)
     tcase_add_test(neg, probe_silence_is_legacy);
     tcase_add_test(neg, initialize_refused_32022_is_modern_after_all);
     tcase_add_test(neg, initialize_refused_32022_without_mutual_version_fails);
+    tcase_add_test(neg, initialized_unwritable_names_no_version);
     startup_catalog_tests(cat);
     tcase_add_test(dl, hang_at_initialize_hits_deadline);
     tcase_add_test(dl, hang_between_pages_hits_deadline);

@@ -279,6 +279,26 @@ START_TEST(reopen_restarts)
 }
 END_TEST
 
+/* Batches are a negotiated version's (2025-03-26): the fresh process a
+ * reopen starts has negotiated nothing, so its array is refused until
+ * its own handshake allows batches again. */
+START_TEST(reopen_takes_batches_back)
+{
+    struct aur_error err;
+    struct aur__rpc *r;
+
+    fk_reset();
+    ev.ordered_stamp = 1;
+    r = fk_open(&fk_ops_full, NULL);
+    aur__rpc_allow_batches(r);
+    ck_assert_int_eq(aur__rpc_reopen(r, fk_in(1000), &err), AUR_OK);
+    fk_push("[{\"jsonrpc\":\"2.0\",\"method\":\"n1\"}]");
+    ck_assert_int_eq(fk_count(&ev.batch_refused), 1);
+    ck_assert(!fk_wait_for(&ev.nnotes, 1, 100));
+    aur__rpc_close(r, fk_in(2000));
+}
+END_TEST
+
 /* A reopen on its own thread, as negotiation does it. */
 struct reopener {
     struct aur__rpc *r;
@@ -510,6 +530,7 @@ void rpc_add_close(Suite *s)
     tcase_add_test(t, clean_eof);
     tcase_add_test(t, cancel_waiters);
     tcase_add_test(t, reopen_restarts);
+    tcase_add_test(t, reopen_takes_batches_back);
     tcase_add_test(t, reopen_waits_for_old_handlers);
     tcase_add_test(t, close_hands_over_overdue_items);
     tcase_add_test(t, notification_budget_makes_faulty);

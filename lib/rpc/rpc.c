@@ -113,6 +113,10 @@ int aur__rpc_reopen(struct aur__rpc *r, aur_deadline dl,
     if (!AUR_HAS(r->ops, reopen))
         return aur_fail(err, AUR_E_STATE, 0, "transport cannot reopen");
     pthread_mutex_lock(&r->mu);
+    if (r->cancelled) { /* no process started only to be closed */
+        pthread_mutex_unlock(&r->mu);
+        return aur_fail(err, AUR_E_CANCELLED, 0, "cancelled");
+    }
     r->gen++;
     /* The fresh process has negotiated nothing yet. */
     __atomic_store_n(&r->batches, false, __ATOMIC_RELEASE);

@@ -279,6 +279,22 @@ START_TEST(reopen_restarts)
 }
 END_TEST
 
+/* A cancelled connection is not reopened: a fresh process would only be
+ * closed again, and the cancel's answer would wait for its start. */
+START_TEST(reopen_after_cancel_refused)
+{
+    struct aur_error err;
+    struct aur__rpc *r;
+
+    fk_reset();
+    r = fk_open(&fk_ops_full, NULL);
+    aur__rpc_cancel_waiters(r);
+    ck_assert_int_eq(aur__rpc_reopen(r, fk_in(1000), &err), AUR_E_CANCELLED);
+    ck_assert_int_eq(fk.reopens, 0);
+    aur__rpc_close(r, fk_in(2000));
+}
+END_TEST
+
 /* Batches are a negotiated version's (2025-03-26): the fresh process a
  * reopen starts has negotiated nothing, so its array is refused until
  * its own handshake allows batches again. */
@@ -531,6 +547,7 @@ void rpc_add_close(Suite *s)
     tcase_add_test(t, cancel_waiters);
     tcase_add_test(t, reopen_restarts);
     tcase_add_test(t, reopen_takes_batches_back);
+    tcase_add_test(t, reopen_after_cancel_refused);
     tcase_add_test(t, reopen_waits_for_old_handlers);
     tcase_add_test(t, close_hands_over_overdue_items);
     tcase_add_test(t, notification_budget_makes_faulty);

@@ -553,7 +553,10 @@ struct aur_transport_ops {
     void (*cancel)(struct aur_conn *c, struct json_object *id);
     /* Optional: restart the connection from scratch (a new child for
      * stdio), used once by the era probe fallback.  Same contract as a
-     * close followed by an open with the original endpoint and sink. */
+     * close followed by an open with the original endpoint and sink.
+     * Without it the fallback keeps a connection the probe found only
+     * silent (a late answer to the probe is dropped), and an App whose
+     * connection ended at the probe fails. */
     int (*reopen)(struct aur_conn *c, aur_deadline dl,
                   struct aur_error *err);
     /* Optional: send a message the core already serialised (one compact

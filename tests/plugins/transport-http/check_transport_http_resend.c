@@ -33,6 +33,25 @@ static int end_code(struct json_object *m)
     return json_object_get_int(v);
 }
 
+/* An open connection to path whose first call ("warm") was answered on a
+ * keep-alive connection, now in the pool. */
+static struct aur_conn *warm_conn(const char *path)
+{
+    struct aur_conn *c;
+    struct json_object *m;
+
+    up2(NULL, NULL, NULL, NULL);
+    ep_path(path);
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    send_ok(c, req("warm", "tools/call"));
+    m = wait_id("warm", 5000);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(json_object_object_get(m, "result"));
+    json_object_put(m);
+    return c;
+}
+
 /*
  * A first call is answered on a keep-alive connection; the second goes
  * out on that connection, which the server drops after reading it whole
@@ -49,16 +68,8 @@ static void died_unanswered(const char *how)
     int st;
     bool dl;
 
-    up2(NULL, NULL, NULL, NULL);
     snprintf(path, sizeof path, "/ka?end=%s", how);
-    ep_path(path);
-    c = open_ok();
-    set_proto(c, 1, "2026-07-28");
-    send_ok(c, req("warm", "tools/call"));
-    m = wait_id("warm", 5000);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_ptr_nonnull(json_object_object_get(m, "result"));
-    json_object_put(m);
+    c = warm_conn(path);
     /* The response reaches the sink just before the warm call's run lets
      * go of its curl handle; the next call must find that handle free,
      * with its connection in its pool. */
@@ -109,15 +120,7 @@ START_TEST(pool_dead_words_not_the_calls)
     struct json_object *m;
     const char *msg;
 
-    up2(NULL, NULL, NULL, NULL);
-    ep_path("/ka?idle=rst&end=fin");
-    c = open_ok();
-    set_proto(c, 1, "2026-07-28");
-    send_ok(c, req("warm", "tools/call"));
-    m = wait_id("warm", 5000);
-    ck_assert_ptr_nonnull(m);
-    ck_assert_ptr_nonnull(json_object_object_get(m, "result"));
-    json_object_put(m);
+    c = warm_conn("/ka?idle=rst&end=fin");
     sleep_ms(400); /* the reset is in */
     send_ok(c, req("die", "tools/call"));
     m = wait_id("die", 8000);
@@ -143,14 +146,7 @@ START_TEST(pool_dead_then_refused_words_not_the_calls)
     int st;
     bool dl;
 
-    up2(NULL, NULL, NULL, NULL);
-    ep_path("/ka?idle=rst");
-    c = open_ok();
-    set_proto(c, 1, "2026-07-28");
-    send_ok(c, req("warm", "tools/call"));
-    m = wait_id("warm", 5000);
-    ck_assert_ptr_nonnull(m);
-    json_object_put(m);
+    c = warm_conn("/ka?idle=rst");
     sleep_ms(400); /* the reset is in */
     fixture_stop();
     send_ok(c, req("after", "tools/call"));

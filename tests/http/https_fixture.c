@@ -420,12 +420,13 @@ static long query_int(const struct req *r, const char *name, long dflt)
 }
 
 /* Keep-alive (/ka): each request is answered on its connection, which
- * then waits for the next (idle=rst: is reset 100 ms later), except a request with id "die": read whole,
- * never answered, its connection ends as query end= says (notify: TLS
- * close_notify and FIN, fin: FIN alone, rst: RST).  The listener stays
- * open, so a request the client re-sends by itself on a new connection
- * arrives: every one is logged with its connection and its place there,
- * "KA conn=C seq=S id=I", to be counted across connections. */
+ * then waits for the next (idle=rst: is reset 100 ms later), except a
+ * request with id "die": read whole, never answered, its connection
+ * ends as query end= says (notify: TLS close_notify and FIN, fin: FIN
+ * alone, rst: RST).  The listener stays open, so a request the client
+ * re-sends by itself on a new connection arrives: every one is logged
+ * with its connection and its place there, "KA conn=C seq=S id=I", to
+ * be counted across connections. */
 static void keep_alive(struct req *r)
 {
     logline("KA conn=%d seq=%d id=%s", r->conn, r->seq, r->id);

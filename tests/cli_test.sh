@@ -693,14 +693,16 @@ expect_eq "$(leftover "$T/k2")" 0 "no child after SIGTERM in the kept role"
 
 # A burst of calls read in one pass is held and written to the App in one
 # go once serve has read it (cli/serve_pool.c); that write may wait like
-# any send.  The App reads nothing for 3 s after each call it answers,
-# and the three calls of the burst (30 KiB of arguments each, more than
-# its pipe holds) come right after the first: a status sent meanwhile is
-# answered while the burst's write waits, and each call of the burst
-# succeeds, once, as the App reads again.
+# any send.  The App reads nothing after the first call it answers until
+# the test lets it (a file: no window for a slow machine to miss; a 3 s
+# stall once failed under ASan and load), and the three calls of the
+# burst (30 KiB of arguments each, more than its pipe holds) come right
+# after the first: a status sent meanwhile is answered while the burst's
+# write waits, and each call of the burst succeeds, once, as the App
+# reads again.
 mid=$(head -c 30720 /dev/zero | tr '\0' b)
 mkcfg "$T/b"
-addapp "$T/b" a.ini org.test.stall 30 --era modern --stall-after-call 3000
+addapp "$T/b" a.ini org.test.stall 30 --era modern --stall-until "$T/b/go"
 mkfifo "$T/b/in"
 "$BIN" serve -c "$T/b" <"$T/b/in" >"$T/b/out" 2>/dev/null &
 pid=$!
@@ -716,6 +718,7 @@ echo '{"id":3,"op":"status"}' >&8
 for _ in $(seq 100); do grep -q '^{"id":3,' "$T/b/out" 2>/dev/null && break; sleep 0.05; done
 expect_has "$(grep '^{"id":3,' "$T/b/out")" '"result":{' "burst: status answered while the burst's write waits"
 expect_eq "$(grep -c '^{"id":1[012],' "$T/b/out")" 0 "burst: its calls still wait"
+touch "$T/b/go"
 exec 8>&-
 wait "$pid"; expect_eq $? 0 "burst: serve exit"
 out=$(cat "$T/b/out")

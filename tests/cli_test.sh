@@ -376,22 +376,26 @@ expect_eq "$(leftover "$T/u")" 0 "no child after serve with an unread stderr"
 
 # --- serve ---------------------------------------------------------------
 mkcfg "$T/s"
-# The slow answer is 1.5 s away: the fast one overtakes it even on a
-# loaded machine.
-addapp "$T/s" 1-slow.ini org.test.slow 5 --era modern --call-delay-ms 1500
+# The slow App answers only once the fast answer is out (a file the test
+# makes then; a fixed delay is a window a loaded machine can miss): the
+# fast call, sent second, overtakes it.
+addapp "$T/s" 1-slow.ini org.test.slow 5 --era modern --answer-after "$T/s/go"
 addapp "$T/s" 2-fast.ini org.test.fast 5 --era modern
-out=$(
-    {
-        echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.slow.t0000","arguments":{"text":"slow"}}'
-        sleep 0.2
-        echo '{"id":2,"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":{"text":"fast"}}'
-        echo 'not json'
-        echo '{"id":3,"op":"nope"}'
-        echo '{"id":"s","op":"status"}'
-        echo '{"id":4,"op":"tools"}'
-    } | "$BIN" serve -c "$T/s" 2>/dev/null
-)
-expect_eq $? 0 "serve exit on EOF"
+mkfifo "$T/s/in"
+"$BIN" serve -c "$T/s" <"$T/s/in" >"$T/s/out" 2>/dev/null &
+pid=$!
+exec 7>"$T/s/in"
+echo '{"id":1,"op":"call","tool":"aur.mcp.org.test.slow.t0000","arguments":{"text":"slow"}}' >&7
+for _ in $(seq 300); do grep -q '^tools/call ' "$T/s/server.log" 2>/dev/null && break; sleep 0.05; done
+printf '%s\n' \
+    '{"id":2,"op":"call","tool":"aur.mcp.org.test.fast.t0000","arguments":{"text":"fast"}}' \
+    'not json' '{"id":3,"op":"nope"}' '{"id":"s","op":"status"}' \
+    '{"id":4,"op":"tools"}' >&7
+for _ in $(seq 300); do grep -q '"content":"fast"' "$T/s/out" 2>/dev/null && break; sleep 0.05; done
+touch "$T/s/go"
+exec 7>&-
+wait "$pid"; expect_eq $? 0 "serve exit on EOF"
+out=$(cat "$T/s/out")
 expect_eq "$(echo "$out" | head -1)" '{"ready":true,"tools":2}' "ready line"
 expect_eq "$(echo "$out" | wc -l)" 7 "one line per request"
 first_call=$(echo "$out" | grep -n '"content":"' | head -1)

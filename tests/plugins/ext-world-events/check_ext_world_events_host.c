@@ -457,8 +457,9 @@ START_TEST(events_between_freeze_and_activation_dropped)
         usleep(20000);
     }
     ck_assert_msg(counter(c, "committed") == 0 && w.events == 0,
-                  "%lld events sent before activation were committed",
-                  (long long)counter(c, "committed"));
+                  "events sent before activation were committed: %lld "
+                  "counted, %d reached the writer",
+                  (long long)counter(c, "committed"), w.events);
     ck_assert_int_eq(counter(c, "dropped_inactive"), 3);
     json_object_put(c);
     aur_mcp_destroy(h);

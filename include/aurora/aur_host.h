@@ -405,7 +405,9 @@ void aur_mcp_batch_end(struct aur_mcp *h);
 
 /* The status document as JSON text (the discover output without "tools"
  * when with_tools == 0) into *json (free with aur_free; *len bytes).
- * Any thread. */
+ * Any thread, but not while aur_mcp_start runs on another: a start writes
+ * its Apps' state, version and extensions without the lock status reads
+ * under (ThreadSanitizer shows the race; a known limit, to be lifted). */
 int aur_mcp_status(struct aur_mcp *h, int with_tools, char **json,
                    size_t *len, struct aur_error *err);
 

@@ -10,8 +10,10 @@
  * aur_mcp_start, aur_mcp_shutdown and aur_mcp_destroy belong to one
  * "owner" thread and must not run concurrently with anything else on the
  * same host.  Between a successful start and shutdown, aur_mcp_call,
- * aur_mcp_status_json, aur_mcp_tool_count and aur_mcp_tool_at may be called
- * from any number of threads at once.
+ * aur_mcp_status, aur_mcp_tool_count and aur_mcp_tool_at may be called
+ * from any number of threads at once.  The status (aur_mcp_status and its
+ * forms) may also be read while aur_mcp_start runs, to watch a long start,
+ * and so may aur_mcp_cancel be called.
  *
  * JSON crosses this header as text with an explicit length, both ways
  * (arguments, schemas, results, status), so a binding needs no JSON
@@ -405,9 +407,9 @@ void aur_mcp_batch_end(struct aur_mcp *h);
 
 /* The status document as JSON text (the discover output without "tools"
  * when with_tools == 0) into *json (free with aur_free; *len bytes).
- * Any thread, but not while aur_mcp_start runs on another: a start writes
- * its Apps' state, version and extensions without the lock status reads
- * under (ThreadSanitizer shows the race; a known limit, to be lifted). */
+ * Any thread, also while aur_mcp_start runs on another: each App is read
+ * whole under its lock (its state, version, extensions and, once frozen,
+ * its tools), and "tools" stays empty until the registry is frozen. */
 int aur_mcp_status(struct aur_mcp *h, int with_tools, char **json,
                    size_t *len, struct aur_error *err);
 

@@ -789,8 +789,10 @@ struct aur_extension_ops {
                      struct aur_error *err);
     void (*end_session)(void *st, void *session);
     /* Counters for the App's status (any thread, concurrently with the
-     * other hooks): add members to out (writable, an empty object).  Never
-     * put secrets, arguments, results or event data there. */
+     * other hooks but never with or after end_session; the host holds the
+     * App's lock meanwhile, so it must not call into the host, not even
+     * log): add members to out (writable, an empty object).  Never put
+     * secrets, arguments, results or event data there. */
     int (*status)(void *st, void *session, struct json_object *out,
                   struct aur_error *err);
 };

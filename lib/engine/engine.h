@@ -168,9 +168,12 @@ struct aur_mcp {
     size_t nbuiltins;
     struct aur__tool **registry; /* sorted by id, frozen at start */
     size_t nregistry;
+    /* (atomic) registry is set: a status read during the start may read
+     * it from then on (status.c) */
+    bool registry_out;
     struct aur__scope_view *views; /* of the registry's tools */
 
-    struct aur__journal *journal;
+    struct aur__journal *journal; /* (atomic) set whole during start */
     struct aur_world_writer writer;
     bool have_writer;
     /* The journal's connection as last logged (hostsvc.c: jwatch_mu). */

@@ -263,7 +263,10 @@ int aur_mcp_start(struct aur_mcp *h, struct aur_startup_error *serr,
     if (first)
         aur__transport_prepare(first);
     if (!h->have_writer) {
-        rc = aur__open_journal(h->cfg, &h->journal, err);
+        struct aur__journal *j = NULL;
+        rc = aur__open_journal(h->cfg, &j, err);
+        /* Whole before a status read on another thread can see it. */
+        __atomic_store_n(&h->journal, j, __ATOMIC_RELEASE);
         if (rc != AUR_OK)
             aur__serr_fill(serr, AUR_E_JOURNAL, NULL, "config", err->msg);
         /* The lifecycle commits come once the Apps have started: the

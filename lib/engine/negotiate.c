@@ -359,7 +359,9 @@ static int legacy_initialize(struct aur__app *app, aur_deadline dl,
     rc = aur__rpc_notify(app->rpc, "notifications/initialized", NULL, dl, err);
     if (rc != AUR_OK)
         goto out; /* no session: its version and caps are not the App's */
+    pthread_mutex_lock(&app->mu); /* status reads it */
     snprintf(app->version, sizeof app->version, "%s", ver);
+    pthread_mutex_unlock(&app->mu);
     if (json_object_object_get_ex(res, "capabilities", &v) &&
         json_object_is_type(v, json_type_object))
         *caps = json_object_get(v);
@@ -479,10 +481,10 @@ static int reopen(struct aur__app *app, aur_deadline dl, struct aur_error *err)
 
 static void set_modern(struct aur__app *app)
 {
-    pthread_mutex_lock(&app->mu); /* the receive threads read it */
+    pthread_mutex_lock(&app->mu); /* the receive threads and status */
     app->modern = true;
-    pthread_mutex_unlock(&app->mu);
     snprintf(app->version, sizeof app->version, MODERN_VERSION);
+    pthread_mutex_unlock(&app->mu);
 }
 
 /* A server that refused initialize for our modern version: one more
@@ -587,10 +589,13 @@ int aur__app_connect(struct aur__app *app, aur_deadline dl,
     rc = declare_extensions(app, err);
     if (rc != AUR_OK)
         return rc;
-    /* Laid down before any receive thread exists, never changed after. */
+    /* Laid down before any receive thread exists, never changed after;
+     * under the lock for a status read on another thread. */
+    pthread_mutex_lock(&app->mu);
     for (size_t i = 0; i < mcp->nexts && i < AUR__MAX_EXT; i++)
         app->ext[i].p = mcp->exts[i];
     app->next = mcp->nexts < AUR__MAX_EXT ? mcp->nexts : AUR__MAX_EXT;
+    pthread_mutex_unlock(&app->mu);
     snprintf(app->listen_id, sizeof app->listen_id, "aur-listen-1");
     struct aur__rpc *rpc;
     rc = aur__rpc_open(&app->transport->ops.t, app->transport->state,

@@ -82,6 +82,7 @@ int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err)
     }
     mcp->registry = v;
     mcp->nregistry = n;
+    __atomic_store_n(&mcp->registry_out, true, __ATOMIC_RELEASE);
     return AUR_OK;
 }
 

@@ -66,11 +66,16 @@ static void app_close_finish(struct aur__app *app, aur_deadline close_dl)
         app->rpc = NULL;
         pthread_mutex_unlock(&app->mu);
     }
+    /* A status read calls a session's status hook under app->mu: the
+     * session is taken out of its sight before it ends. */
     for (size_t i = app->next; i-- > 0;) {
         struct aur__ext_session *s = &app->ext[i];
-        if (s->active && AUR_HAS(&s->p->ops.e, end_session))
-            s->p->ops.e.end_session(s->p->state, s->session);
+        pthread_mutex_lock(&app->mu);
+        bool active = s->active;
         s->active = false;
+        pthread_mutex_unlock(&app->mu);
+        if (active && AUR_HAS(&s->p->ops.e, end_session))
+            s->p->ops.e.end_session(s->p->state, s->session);
     }
     pthread_mutex_lock(&app->mu);
     if (app->opened)

@@ -257,14 +257,15 @@ int aur_mcp_restart_required(struct aur_mcp *h)
  * the runtime brought its own world writer or the host is not started. */
 static void journal_put(struct writer *w, struct aur_mcp *h)
 {
+    struct aur__journal *j = __atomic_load_n(&h->journal, __ATOMIC_ACQUIRE);
     struct aur__jstate st;
     struct json_object *o;
 
-    if (!h->journal) {
+    if (!j) {
         raw(w, ",\"journal\":null");
         return;
     }
-    aur__journal_state(h->journal, &st);
+    aur__journal_state(j, &st);
     o = json_object_new_object();
     if (o) {
         json_object_object_add(o, "backend", json_object_new_string(st.backend));
@@ -307,8 +308,12 @@ static void status_put(struct writer *w, struct aur_mcp *h, int with_tools)
     raw(w, aur_mcp_restart_required(h) ? ",\"restart_required\":true"
                                        : ",\"restart_required\":false");
     if (with_tools) {
+        /* Empty until the start has frozen the registry whole. */
+        size_t n = __atomic_load_n(&h->registry_out, __ATOMIC_ACQUIRE)
+                       ? h->nregistry
+                       : 0;
         raw(w, ",\"tools\":[");
-        for (size_t i = 0; i < h->nregistry && w->rc == AUR_OK; i++) {
+        for (size_t i = 0; i < n && w->rc == AUR_OK; i++) {
             if (i)
                 raw(w, ",");
             tool_put(w, h->registry[i], true);

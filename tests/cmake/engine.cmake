@@ -34,6 +34,13 @@ if(TARGET aurora-mcp)
                   LIBS aurora-mcp aur_test_support
                   DEPENDS transport-stdio aur-fixture-server TIMEOUT 600)
   endforeach()
+  # Status read while a start runs, with both extensions negotiated.
+  if(TARGET ext-world-events AND TARGET ext-tool-contract)
+    aur_add_check(check_status_live SOURCES lib/engine/check_status_live.c
+                  LIBS aurora-mcp aur_test_support
+                  DEPENDS transport-stdio ext-world-events ext-tool-contract
+                  aur-fixture-server TIMEOUT 300)
+  endif()
   # check_startup_world.c plants a failing trigger in the journal file.
   target_link_libraries(check_startup PRIVATE PkgConfig::SQLITE)
   # The OOM policy of aur_host.h, swept over startup and the call path:

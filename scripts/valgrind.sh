@@ -13,7 +13,7 @@ suites=("$@")
     check_peers check_peers_http check_journal check_journal_pg_ops
     check_config check_jsonx
     check_oom check_call_reply check_api_text check_async check_call_start
-    check_rpc_pool)
+    check_rpc_pool check_status_live)
 # Check's per-test timeouts stretch under valgrind; assertions do not.
 export CK_TIMEOUT_MULTIPLIER=6 AUR_TEST_TIME_SCALE=4
 # VALGRIND_JOBS suites at a time (default: the number of CPUs): each

@@ -83,10 +83,13 @@ if(TARGET aurora-mcp-cli)
   set_tests_properties(scale_test PROPERTIES TIMEOUT 600)
 endif()
 
-# Every error code has a test that produces it (docs/error-codes.md).
-add_test(NAME error_codes_test COMMAND bash
-         ${CMAKE_SOURCE_DIR}/tests/error_codes_test.sh ${CMAKE_SOURCE_DIR})
-
-# Every file the README, docs/ and the man page point to is in the tree.
-add_test(NAME links_test COMMAND bash
-         ${CMAKE_SOURCE_DIR}/tests/links_test.sh ${CMAKE_SOURCE_DIR})
+# Two checks of the source tree alone, the same in every build: not
+# repeated in the sanitizer builds, whose CI passes they would only slow.
+if(NOT AUR_SANITIZE AND NOT AUR_TSAN)
+  # Every error code has a test that produces it (docs/error-codes.md).
+  add_test(NAME error_codes_test COMMAND bash
+           ${CMAKE_SOURCE_DIR}/tests/error_codes_test.sh ${CMAKE_SOURCE_DIR})
+  # Every file the README, docs/ and the man page point to is in the tree.
+  add_test(NAME links_test COMMAND bash
+           ${CMAKE_SOURCE_DIR}/tests/links_test.sh ${CMAKE_SOURCE_DIR})
+endif()

@@ -62,6 +62,34 @@ static void logline(const char *fmt, ...)
     pthread_mutex_unlock(&log_mu);
 }
 
+/* Logs "ALPN <the protocols the client offered>" for every handshake
+ * that offers any, and takes http/1.1 (this server speaks no other). */
+static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                   const unsigned char *in, unsigned int inlen, void *arg)
+{
+    static const unsigned char h11[] = "\x08http/1.1";
+    char offered[256];
+    size_t n = 0;
+
+    (void)ssl;
+    (void)arg;
+    for (unsigned int i = 0, len; i < inlen; i += len) {
+        len = in[i++];
+        if (n && n + 1 < sizeof offered)
+            offered[n++] = ',';
+        for (unsigned int k = 0; k < len && i + k < inlen; k++)
+            if (n + 1 < sizeof offered)
+                offered[n++] = (char)in[i + k];
+    }
+    offered[n] = '\0';
+    logline("ALPN %s", offered);
+    return SSL_select_next_proto((unsigned char **)out, outlen, h11,
+                                 sizeof h11 - 1, in,
+                                 inlen) == OPENSSL_NPN_NEGOTIATED
+               ? SSL_TLSEXT_ERR_OK
+               : SSL_TLSEXT_ERR_NOACK;
+}
+
 /* How a connection ends once its last request is served. */
 enum conn_end {
     END_NOTIFY, /* TLS close_notify, then FIN */
@@ -783,6 +811,7 @@ int main(int argc, char **argv)
         ERR_print_errors_fp(stderr);
         return 2;
     }
+    SSL_CTX_set_alpn_select_cb(ctx, on_alpn, NULL);
     for (int i = 0; i < 4; i++) {
         pf[i].fd = listen_on(&ports[i]);
         pf[i].events = POLLIN;

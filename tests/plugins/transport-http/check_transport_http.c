@@ -86,6 +86,35 @@ START_TEST(modern_json_headers)
 }
 END_TEST
 
+/* Only HTTP/1.1 is offered in the TLS handshake: what a request's end
+ * means (docs/transports.md) is worked out and tested for it alone, and
+ * libcurl would otherwise take HTTP/2 from any server that offers it. */
+START_TEST(offers_http11_only)
+{
+    struct aur_conn *c;
+    struct json_object *m, *p;
+    const char *l;
+    int n = 0;
+    up2(NULL, NULL, NULL, NULL);
+    ep_path("/mcp");
+    c = open_ok();
+    set_proto(c, 1, "2026-07-28");
+    m = req("r1", "tools/call");
+    json_object_object_get_ex(m, "params", &p);
+    json_object_object_add(p, "name", json_object_new_string("echo"));
+    send_ok(c, m);
+    m = next_msg(5000);
+    ck_assert_ptr_nonnull(m);
+    json_object_put(m);
+    l = fx_log();
+    for (const char *a = l; (a = strstr(a, "ALPN ")) != NULL; a += 5, n++)
+        ck_assert_msg(strncmp(a, "ALPN http/1.1\n", 14) == 0,
+                      "offered more than HTTP/1.1: %.60s", a);
+    ck_assert_msg(n > 0, "no handshake offered a protocol");
+    OPS->close(c, t_now() + 2000);
+}
+END_TEST
+
 START_TEST(probe_headers)
 {
     struct aur_conn *c;
@@ -763,6 +792,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_set_timeout(t, 30);
     tcase_add_test(t, modern_json_headers);
+    tcase_add_test(t, offers_http11_only);
     tcase_add_test(t, probe_headers);
     tcase_add_test(t, sse_lf);
     tcase_add_test(t, sse_crlf);

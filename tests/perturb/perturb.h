@@ -13,7 +13,8 @@
  * failure the scenario really injected, in the way the invariant permits;
  * violation = a broken promise (a product bug: report it, never loosen
  * the check).  Not thread-safe: the run process is single-threaded apart
- * from the host's own threads.
+ * from the host's own threads and a pt_start_watched watcher, which calls
+ * none of these helpers.
  */
 #ifndef AUR_PERTURB_TESTS_H
 #define AUR_PERTURB_TESTS_H
@@ -70,6 +71,14 @@ void pt_cleanup(struct pt_run *r);
  * exits 3) then aur_mcp_start; returns start's rc.  *ms = its duration. */
 int pt_start(struct pt_run *r, struct aur_mcp **h,
              struct aur_startup_error *serr, int64_t *ms);
+/* pt_start with watch(h, done, ud) running on a thread of its own from
+ * before aur_mcp_start until it returned (*done turns true then; watch
+ * must return soon after): a status reader during the start. */
+int pt_start_watched(struct pt_run *r, struct aur_mcp **h,
+                     struct aur_startup_error *serr, int64_t *ms,
+                     void (*watch)(struct aur_mcp *h, const bool *done,
+                                   void *ud),
+                     void *ud);
 int64_t pt_now_ms(void);
 void pt_sleep_ms(unsigned ms);
 /* Live (non-zombie) processes whose command line contains marker. */

@@ -8,7 +8,10 @@
  * frozen tool set (every App's t0000..t<n-1>, nothing else); a run with
  * faults fails with code startup_failed, naming one of the faulty Apps
  * and the phase its fault lives in; every run ends (the runner's timeout)
- * without a crash and leaves no App process behind.
+ * without a crash and leaves no App process behind.  In half the runs a
+ * thread reads the status all through the start: every document is
+ * whole (each App's state a word, its version one a handshake gives, its
+ * tool ids all of its catalog or none, the registry all or nothing).
  */
 #define _GNU_SOURCE 1
 #include "perturb.h"
@@ -60,6 +63,75 @@ static bool fits(const struct fault *f, enum era e)
     if (f->era == ERA_LEGACY)
         return e == ERA_LEGACY;
     return e != ERA_LEGACY;
+}
+
+struct watch {
+    const struct app *apps;
+    unsigned napps, total; /* total: the tools of every App */
+    int reads;
+    char bad[320]; /* the first inconsistency, or "" */
+};
+
+static bool word_in(const char *s, const char *const *set)
+{
+    for (; s && *set; set++)
+        if (strcmp(s, *set) == 0)
+            return true;
+    return false;
+}
+
+/* One status document read during the start, checked (see the top). */
+static const char *status_fault(const struct watch *w, struct json_object *d)
+{
+    static const char *const states[] = {"starting", "ready", "unavailable",
+                                         "closed", "not_started", NULL};
+    static const char *const versions[] = {"2026-07-28", "2025-11-25",
+                                           "2025-06-18", "2025-03-26", NULL};
+    struct json_object *apps = NULL, *tools = NULL, *v;
+    size_t n;
+
+    if (!json_object_object_get_ex(d, "apps", &apps) ||
+        json_object_array_length(apps) != w->napps)
+        return "not a document of every App";
+    for (unsigned i = 0; i < w->napps; i++) {
+        struct json_object *a = json_object_array_get_idx(apps, i);
+        if (!json_object_object_get_ex(a, "state", &v) ||
+            !word_in(json_object_get_string(v), states))
+            return "an App's state is no word";
+        if (json_object_object_get_ex(a, "negotiated_version", &v) && v &&
+            !word_in(json_object_get_string(v), versions))
+            return "a version no handshake gives";
+        n = json_object_object_get_ex(a, "tool_ids", &v)
+                ? json_object_array_length(v)
+                : 0;
+        if (n != 0 && n != w->apps[i].tools)
+            return "part of an App's catalog";
+    }
+    json_object_object_get_ex(d, "tools", &tools);
+    n = json_object_array_length(tools);
+    return n != 0 && n != w->total ? "part of the registry" : NULL;
+}
+
+static void watch_status(struct aur_mcp *h, const bool *done, void *ud)
+{
+    struct watch *w = ud;
+    while (!__atomic_load_n(done, __ATOMIC_ACQUIRE) && !w->bad[0]) {
+        struct aur_error err;
+        char *text = NULL;
+        size_t len = 0;
+        const char *f;
+        w->reads++;
+        if (aur_mcp_status(h, 1, &text, &len, &err) != AUR_OK) {
+            snprintf(w->bad, sizeof w->bad, "read %d: %s", w->reads, err.msg);
+            break;
+        }
+        struct json_object *d = json_tokener_parse(text);
+        aur_free(text);
+        if ((f = status_fault(w, d)) != NULL)
+            snprintf(w->bad, sizeof w->bad, "read %d: %s", w->reads, f);
+        json_object_put(d);
+        pt_sleep_ms(1);
+    }
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -153,7 +225,14 @@ void pt_scen_startup(struct pt_run *r)
             pl = sizeof plan - 1;
     }
 
-    rc = pt_start(r, &h, &serr, &ms);
+    struct watch w = {.apps = apps, .napps = napps};
+    for (unsigned i = 0; i < napps; i++)
+        w.total += apps[i].tools;
+    bool watched = pt_chance(r, 50);
+    rc = pt_start_watched(r, &h, &serr, &ms, watched ? watch_status : NULL,
+                          &w);
+    if (w.bad[0])
+        pt_violation(r, "status-during-start", "[%s] %s", plan, w.bad);
 
     if (nfaulty == 0) {
         if (rc != AUR_OK) {

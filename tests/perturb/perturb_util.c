@@ -241,10 +241,29 @@ void pt_sleep_ms(unsigned ms)
         ;
 }
 
-int pt_start(struct pt_run *r, struct aur_mcp **h,
-             struct aur_startup_error *serr, int64_t *ms)
+struct watcher {
+    struct aur_mcp *h;
+    bool done; /* (atomic) */
+    void (*watch)(struct aur_mcp *h, const bool *done, void *ud);
+    void *ud;
+};
+
+static void *watcher_main(void *arg)
 {
+    struct watcher *w = arg;
+    w->watch(w->h, &w->done, w->ud);
+    return NULL;
+}
+
+int pt_start_watched(struct pt_run *r, struct aur_mcp **h,
+                     struct aur_startup_error *serr, int64_t *ms,
+                     void (*watch)(struct aur_mcp *h, const bool *done,
+                                   void *ud),
+                     void *ud)
+{
+    struct watcher w = {.watch = watch, .ud = ud};
     struct aur_error err;
+    pthread_t t;
     int64_t t0;
     int rc;
     memset(serr, 0, sizeof *serr);
@@ -255,10 +274,23 @@ int pt_start(struct pt_run *r, struct aur_mcp **h,
                 err.msg);
         exit(3);
     }
+    w.h = *h;
+    if (watch && pthread_create(&t, NULL, watcher_main, &w) != 0)
+        exit(3);
     t0 = pt_now_ms();
     rc = aur_mcp_start(*h, serr, &err);
     *ms = pt_now_ms() - t0;
+    if (watch) {
+        __atomic_store_n(&w.done, true, __ATOMIC_RELEASE);
+        pthread_join(t, NULL);
+    }
     return rc;
+}
+
+int pt_start(struct pt_run *r, struct aur_mcp **h,
+             struct aur_startup_error *serr, int64_t *ms)
+{
+    return pt_start_watched(r, h, serr, ms, NULL, NULL);
 }
 
 int pt_procs_with(const char *marker)

@@ -162,6 +162,31 @@ def test_builtins(demo):
         assert tool.description == "Echo" and tool.app == ""
 
 
+def test_status_while_start_runs(fixture_dir):
+    """status() from this thread while start() runs on another: the App
+    is held (--start-after) until a read has seen it starting."""
+    go = os.path.join(fixture_dir, "go")
+    write_fixture_app(fixture_dir, "org.test.held", "--tools", "3",
+                      "--start-after", go, timeout=30)
+    with Host(fixture_dir, start=False) as host:
+        starter = threading.Thread(target=host.start)
+        starter.start()
+        seen = set()
+        for _ in range(3000):  # 30 s at most
+            app = host.status(with_tools=True)["apps"][0]
+            seen.add(app["state"])
+            if app["state"] == "starting":
+                assert app["tool_ids"] == []
+                open(go, "w").close()
+                break
+            starter.join(0.01)
+        open(go, "w").close()  # never left waiting, whatever was seen
+        starter.join()
+        assert "starting" in seen
+        app = host.status()["apps"][0]
+        assert app["state"] == "ready" and len(app["tool_ids"]) == 3
+
+
 def test_calls_from_many_threads(demo):
     results = {}
 

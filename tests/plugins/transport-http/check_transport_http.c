@@ -45,6 +45,15 @@ static struct json_object *fail_of(struct aur_conn *c, const char *id,
     return fail_within(c, id, 8000, status, delivered);
 }
 
+/* A tools/call of the fixture's echo tool, sent on c. */
+static void send_echo(struct aur_conn *c, const char *id)
+{
+    struct json_object *m = req(id, "tools/call"), *p;
+    json_object_object_get_ex(m, "params", &p);
+    json_object_object_add(p, "name", json_object_new_string("echo"));
+    send_ok(c, m);
+}
+
 START_TEST(modern_json_headers)
 {
     struct aur_conn *c;
@@ -53,10 +62,7 @@ START_TEST(modern_json_headers)
     ep_path("/mcp");
     c = open_ok();
     set_proto(c, 1, "2026-07-28");
-    m = req("r1", "tools/call");
-    json_object_object_get_ex(m, "params", &p);
-    json_object_object_add(p, "name", json_object_new_string("echo"));
-    send_ok(c, m);
+    send_echo(c, "r1");
     m = req("r2", "resources/read");
     json_object_object_get_ex(m, "params", &p);
     json_object_object_add(p, "uri", json_object_new_string("Zürich "));
@@ -92,17 +98,14 @@ END_TEST
 START_TEST(offers_http11_only)
 {
     struct aur_conn *c;
-    struct json_object *m, *p;
+    struct json_object *m;
     const char *l;
     int n = 0;
     up2(NULL, NULL, NULL, NULL);
     ep_path("/mcp");
     c = open_ok();
     set_proto(c, 1, "2026-07-28");
-    m = req("r1", "tools/call");
-    json_object_object_get_ex(m, "params", &p);
-    json_object_object_add(p, "name", json_object_new_string("echo"));
-    send_ok(c, m);
+    send_echo(c, "r1");
     m = next_msg(5000);
     ck_assert_ptr_nonnull(m);
     json_object_put(m);
@@ -764,12 +767,8 @@ START_TEST(first_handshakes_together)
         set_proto(c, 1, "2026-07-28");
         for (int i = 0; i < CALLS; i++) {
             char id[16];
-            struct json_object *m, *p;
             snprintf(id, sizeof id, "h%d", i);
-            m = req(id, "tools/call");
-            json_object_object_get_ex(m, "params", &p);
-            json_object_object_add(p, "name", json_object_new_string("echo"));
-            send_ok(c, m);
+            send_echo(c, id);
         }
         for (int i = 0; i < CALLS; i++) {
             struct json_object *m = next_msg(5000);

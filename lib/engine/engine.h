@@ -167,10 +167,9 @@ struct aur_mcp {
     struct aur__tool **builtins;
     size_t nbuiltins;
     struct aur__tool **registry; /* sorted by id, frozen at start */
+    /* (atomic) stored last, once registry is whole: a status read during
+     * the start sees 0 until then (status.c) */
     size_t nregistry;
-    /* (atomic) registry is set: a status read during the start may read
-     * it from then on (status.c) */
-    bool registry_out;
     struct aur__scope_view *views; /* of the registry's tools */
 
     struct aur__journal *journal; /* (atomic) set whole during start */

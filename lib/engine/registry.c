@@ -81,8 +81,7 @@ int aur__registry_freeze(struct aur_mcp *mcp, struct aur_error *err)
         fill_info(v[i]);
     }
     mcp->registry = v;
-    mcp->nregistry = n;
-    __atomic_store_n(&mcp->registry_out, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&mcp->nregistry, n, __ATOMIC_RELEASE);
     return AUR_OK;
 }
 

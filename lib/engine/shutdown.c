@@ -66,15 +66,18 @@ static void app_close_finish(struct aur__app *app, aur_deadline close_dl)
         app->rpc = NULL;
         pthread_mutex_unlock(&app->mu);
     }
-    /* A status read calls a session's status hook under app->mu: the
-     * session is taken out of its sight before it ends. */
+    /* A status read calls a session's status hook under app->mu: every
+     * session is taken out of its sight before any ends. */
+    bool active[AUR__MAX_EXT];
+    pthread_mutex_lock(&app->mu);
+    for (size_t i = 0; i < app->next; i++) {
+        active[i] = app->ext[i].active;
+        app->ext[i].active = false;
+    }
+    pthread_mutex_unlock(&app->mu);
     for (size_t i = app->next; i-- > 0;) {
         struct aur__ext_session *s = &app->ext[i];
-        pthread_mutex_lock(&app->mu);
-        bool active = s->active;
-        s->active = false;
-        pthread_mutex_unlock(&app->mu);
-        if (active && AUR_HAS(&s->p->ops.e, end_session))
+        if (active[i] && AUR_HAS(&s->p->ops.e, end_session))
             s->p->ops.e.end_session(s->p->state, s->session);
     }
     pthread_mutex_lock(&app->mu);

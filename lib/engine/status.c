@@ -309,9 +309,7 @@ static void status_put(struct writer *w, struct aur_mcp *h, int with_tools)
                                        : ",\"restart_required\":false");
     if (with_tools) {
         /* Empty until the start has frozen the registry whole. */
-        size_t n = __atomic_load_n(&h->registry_out, __ATOMIC_ACQUIRE)
-                       ? h->nregistry
-                       : 0;
+        size_t n = __atomic_load_n(&h->nregistry, __ATOMIC_ACQUIRE);
         raw(w, ",\"tools\":[");
         for (size_t i = 0; i < n && w->rc == AUR_OK; i++) {
             if (i)

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE 1
 #include "perturb.h"
+#include "../support/we_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,20 +108,6 @@ static long long log_value(const char *text, const char *key, bool last)
             p++;
     }
     return v;
-}
-
-static int64_t ext_count(struct aur_mcp *h, const char *key)
-{
-    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we, *v;
-    int64_t n = -1;
-    if (json_object_object_get_ex(st, "apps", &apps) &&
-        json_object_object_get_ex(json_object_array_get_idx(apps, 0),
-                                  "extension_status", &xs) &&
-        json_object_object_get_ex(xs, "org.aurorabot/world-events", &we) &&
-        json_object_object_get_ex(we, key, &v))
-        n = json_object_get_int64(v);
-    json_object_put(st);
-    return n;
 }
 
 static bool call(struct aur_mcp *h, const char *tool, char *content,
@@ -218,8 +205,8 @@ void pt_scen_events(struct pt_run *r)
             pt_sleep_ms(20);
     }
     int64_t t_drain = pt_now_ms() - (until - 30000);
-    int64_t dropped = ext_count(h, "dropped_inactive");
-    int64_t rejected = ext_count(h, "rejected");
+    int64_t dropped = aur_test_we_count(h, "dropped_inactive");
+    int64_t rejected = aur_test_we_count(h, "rejected");
     int64_t t_close = pt_now_ms();
     aur_mcp_destroy(h);
     h = NULL;

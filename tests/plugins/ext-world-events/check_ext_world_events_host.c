@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "support/harness.h"
+#include "support/we_status.h"
 
 #define PKG "org.test.we"
 #define PKG2 "org.test.we2"
@@ -393,23 +394,6 @@ START_TEST(runtime_writer_counts_repeats_as_duplicates)
 }
 END_TEST
 
-/* The world-events counter k of the first App as the status shows it
- * while the host starts, or -1 while it shows none.  No Check assertion:
- * it runs on a watch thread. */
-static int64_t counter_now(struct aur_mcp *h, const char *k)
-{
-    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we, *v;
-    int64_t n = -1;
-    if (json_object_object_get_ex(st, "apps", &apps) &&
-        json_object_object_get_ex(json_object_array_get_idx(apps, 0),
-                                  "extension_status", &xs) &&
-        json_object_object_get_ex(xs, "org.aurorabot/world-events", &we) &&
-        json_object_object_get_ex(we, k, &v))
-        n = json_object_get_int64(v);
-    json_object_put(st);
-    return n;
-}
-
 /* Lets the held commit go once the status shows all three events
  * dropped (the status is read while the start runs: aur_host.h), not at
  * the first drop's log line: under valgrind the other two were read
@@ -418,7 +402,7 @@ static void *release_after_three_drops(void *arg)
 {
     struct rt_writer *w = arg;
     for (int64_t i = 0; i < h_slack(10000) / 20 &&
-                        counter_now(w->host, "dropped_inactive") < 3;
+                        aur_test_we_count(w->host, "dropped_inactive") < 3;
          i++)
         usleep(20000);
     __atomic_store_n(&w->released, 1, __ATOMIC_RELEASE);

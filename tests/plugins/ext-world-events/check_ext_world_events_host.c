@@ -594,20 +594,6 @@ START_TEST(legacy_sdk1_aurora_event)
 }
 END_TEST
 
-static int64_t status_count(struct aur_mcp *h, const char *key)
-{
-    struct json_object *st = aur_mcp_status_jsonc(h, 0), *apps, *xs, *we, *v;
-    int64_t n = -1;
-    json_object_object_get_ex(st, "apps", &apps);
-    if (json_object_object_get_ex(json_object_array_get_idx(apps, 0),
-                                  "extension_status", &xs) &&
-        json_object_object_get_ex(xs, "org.aurorabot/world-events", &we) &&
-        json_object_object_get_ex(we, key, &v))
-        n = json_object_get_int64(v);
-    json_object_put(st);
-    return n;
-}
-
 static void count_line(void *ud, const char *line)
 {
     if (strstr(line, "\"kind\":\"" EV_KIND "\""))
@@ -627,10 +613,10 @@ START_TEST(flood_committed_without_loss)
     add_fixture("a.ini", PKG, "world_events", "modern", opts);
     struct aur_mcp *h = start_ok();
     call_ok(h, "aur.mcp." PKG ".t0000");
-    H_WAIT_UNTIL(status_count(h, "committed") >= FLOOD, 120000, 50);
-    ck_assert_int_eq(status_count(h, "committed"), FLOOD);
-    ck_assert_int_eq(status_count(h, "rejected"), 0);
-    ck_assert_int_eq(status_count(h, "dropped_inactive"), 0);
+    H_WAIT_UNTIL(aur_test_we_count(h, "committed") >= FLOOD, 120000, 50);
+    ck_assert_int_eq(aur_test_we_count(h, "committed"), FLOOD);
+    ck_assert_int_eq(aur_test_we_count(h, "rejected"), 0);
+    ck_assert_int_eq(aur_test_we_count(h, "dropped_inactive"), 0);
     /* the App is still healthy */
     call_ok(h, "aur.mcp." PKG ".t0000");
     aur_mcp_destroy(h);
@@ -683,8 +669,8 @@ START_TEST(shutdown_mid_flood_loses_nothing_accepted)
     add_fixture("a.ini", PKG, "world_events", "modern", opts);
     struct aur_mcp *h = start_ok();
     call_ok(h, "aur.mcp." PKG ".t0000");
-    H_WAIT_UNTIL(status_count(h, "committed") >= 1000, 10000, 5);
-    ck_assert_int_ge(status_count(h, "committed"), 1000);
+    H_WAIT_UNTIL(aur_test_we_count(h, "committed") >= 1000, 10000, 5);
+    ck_assert_int_ge(aur_test_we_count(h, "committed"), 1000);
     /* one status read, whose counts add up (committed + queued never
      * counts an event twice) */
     {
